@@ -1,0 +1,59 @@
+"""Log lines in nats-server's format: ``[PID] YYYY/MM/DD HH:MM:SS.ffffff [INF] text``.
+
+Harnesses that spawn nats-server wait for ``[INF] Server is ready``; minijs prints the same.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TextIO
+
+
+class Logger:
+    """A small leveled logger writing nats-server style lines to a stream (stderr by default)."""
+
+    def __init__(self, stream: TextIO | None = None, *, debug: bool = False, trace: bool = False,
+                 enabled: bool = True) -> None:
+        self.stream = stream
+        self.debug_enabled = debug
+        self.trace_enabled = trace
+        self.enabled = enabled
+        self._pid = os.getpid()
+
+    def _write(self, level: str, text: str) -> None:
+        if not self.enabled:
+            return
+        now = time.time()
+        stamp = time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(now))
+        micros = int((now % 1) * 1_000_000)
+        stream = self.stream if self.stream is not None else sys.stderr
+        try:
+            stream.write(f"[{self._pid}] {stamp}.{micros:06d} [{level}] {text}\n")
+            stream.flush()
+        except (ValueError, OSError):  # closed stream at interpreter exit
+            pass
+
+    def info(self, text: str) -> None:
+        self._write("INF", text)
+
+    def warn(self, text: str) -> None:
+        self._write("WRN", text)
+
+    def error(self, text: str) -> None:
+        self._write("ERR", text)
+
+    def fatal(self, text: str) -> None:
+        self._write("FTL", text)
+
+    def debug(self, text: str) -> None:
+        if self.debug_enabled:
+            self._write("DBG", text)
+
+    def trace(self, text: str) -> None:
+        if self.trace_enabled:
+            self._write("TRC", text)
+
+
+#: A logger that says nothing: the in-process default, so tests stay quiet.
+NULL_LOGGER = Logger(enabled=False)
