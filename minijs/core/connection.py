@@ -1,0 +1,427 @@
+"""One client connection: the transport side of the protocol.
+
+The connection feeds received bytes to the sans-IO :class:`~minijs.protocol.parser.Parser` and
+acts on the operations it yields: CONNECT and authentication, subscriptions, publishes handed to
+the server's router, keep-alive pings, verbose ``+OK`` and the exact ``-ERR`` lines. Output is
+collected and written once per event-loop turn; a client whose unwritten output passes
+``max_pending``, or whose socket stays blocked past ``write_deadline``, is cut as a slow
+consumer so it never stalls delivery to anyone else.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from typing import TYPE_CHECKING, Any
+
+from minijs.core.subjects import is_valid_literal_subject, is_valid_subject
+from minijs.core.sublist import Subscription
+from minijs.protocol import wire
+from minijs.protocol.parser import (
+    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_SUB,
+    OP_UNSUB, Parser,
+)
+
+if TYPE_CHECKING:
+    from minijs.server import Server
+
+ERR_AUTH_TIMEOUT = "Authentication Timeout"
+ERR_AUTH_VIOLATION = "Authorization Violation"
+ERR_INVALID_SUBJECT = "Invalid Subject"
+ERR_INVALID_PUB_SUBJECT = "Invalid Publish Subject"
+ERR_BAD_PROTOCOL = "invalid client protocol"
+ERR_NO_RESPONDERS_HEADERS = "no responders requires headers support"
+ERR_STALE = "Stale Connection"
+ERR_MAX_CONNECTIONS = "maximum connections exceeded"
+ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
+
+#: How long a measured round trip stays fresh before keep-alive pings measure it again.
+RTT_REFRESH = 3600.0
+#: Reply prefixes reserved for the server (its ack namespace, route replies).
+RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.")
+RESERVED_PUBLISH_PREFIXES = (b"$NRG.",)
+
+
+class Connection(asyncio.Protocol):
+    """A client connection. One event loop owns it; nothing here blocks or takes a lock."""
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        config = server.config
+        self.cid = 0
+        self.transport: asyncio.Transport | None = None
+        self.parser = Parser(config.max_control_line, config.max_payload,
+                             require_connect=config.auth_required)
+        self.subs: dict[bytes, Subscription] = {}
+        # CONNECT options, at nats-server's pre-CONNECT defaults.
+        self.verbose = True
+        self.pedantic = True
+        self.echo = True
+        self.headers = False
+        self.no_responders = False
+        self.protocol = 0
+        self.name = ""
+        self.lang = ""
+        self.version = ""
+        self.connected = False  # a CONNECT was accepted
+        self.sent_connect_info = False
+        self.closed = False
+        self.host = ""
+        self.port = 0
+        self.start_time = 0.0
+        # Output side.
+        self._out: list[bytes] = []
+        self._out_size = 0
+        self._dirty = False
+        self._paused = False
+        self._deadline_timer: Any = None
+        # Keep-alive.
+        self._ping_timer: Any = None
+        self._auth_timer: Any = None
+        self.pings_out = 0
+        self.last_in = 0.0
+        self.rtt = 0.0
+        self.rtt_start = 0.0
+        # Counters for monitoring.
+        self.in_msgs = 0
+        self.in_bytes = 0
+        self.out_msgs = 0
+        self.out_bytes = 0
+
+    # ----------------------------------------------------------------- transport callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        server = self.server
+        clock = server.clock
+        self.start_time = clock.time()
+        self.last_in = clock.monotonic()
+        peer = transport.get_extra_info("peername") or ("", 0)
+        self.host, self.port = peer[0], peer[1]
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                import socket
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+        transport.set_write_buffer_limits(high=server.config.max_pending // 4 or 65536)
+        self.cid = server.register(self)
+        self.send(wire.info(server.info_fields(self)))
+        if len(server.connections) > server.config.max_connections:
+            self.fail(ERR_MAX_CONNECTIONS)
+            return
+        if server.config.auth_required:
+            self._auth_timer = clock.call_later(server.config.auth_timeout, self._auth_expired)
+        self._schedule_ping(first=True)
+        server.log.debug(f"{self.host}:{self.port} - cid:{self.cid} - Client connection created")
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_in = self.server.clock.monotonic()
+        try:
+            self._process(self.parser.feed(data))
+        finally:
+            self.server.flush_soon()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._teardown()
+
+    def pause_writing(self) -> None:
+        # The socket is not keeping up: a deadline starts, as nats-server's write deadline.
+        self._paused = True
+        if self._deadline_timer is None:
+            self._deadline_timer = self.server.clock.call_later(
+                self.server.config.write_deadline, self._write_deadline_expired)
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+
+    # ----------------------------------------------------------------- output
+
+    def send(self, data: bytes) -> None:
+        """Queue bytes for this client; they are written at the end of the event-loop turn."""
+        if self.closed:
+            return
+        self._out.append(data)
+        self._out_size += len(data)
+        if not self._dirty:
+            self._dirty = True
+            self.server.mark_dirty(self)
+
+    def flush(self) -> None:
+        """Write what is queued; cut the client if it is too far behind (slow consumer)."""
+        self._dirty = False
+        if self.closed or not self._out:
+            return
+        out = self._out
+        data = out[0] if len(out) == 1 else b"".join(out)
+        self._out = []
+        self._out_size = 0
+        transport = self.transport
+        assert transport is not None
+        transport.write(data)
+        if transport.get_write_buffer_size() > self.server.config.max_pending:
+            self.slow_consumer()
+
+    def fail(self, error: str | None) -> None:
+        """Send ``-ERR 'error'`` (when given), flush, and close."""
+        if self.closed:
+            return
+        if error:
+            self.send(wire.err(error))
+        self.flush()
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        transport = self.transport
+        self._teardown()
+        if transport is not None:
+            transport.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping unwritten output (slow consumers)."""
+        if self.closed:
+            return
+        transport = self.transport
+        self._teardown()
+        if transport is not None:
+            transport.abort()
+
+    def slow_consumer(self) -> None:
+        self.server.stats.slow_consumers += 1
+        self.server.log.info(
+            f"{self.host}:{self.port} - cid:{self.cid} - Slow Consumer Detected: "
+            f"pending bytes over {self.server.config.max_pending}")
+        self.abort()
+
+    def _write_deadline_expired(self) -> None:
+        self._deadline_timer = None
+        if self._paused and not self.closed:
+            self.slow_consumer()
+
+    def _teardown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._out = []
+        for timer in (self._ping_timer, self._auth_timer, self._deadline_timer):
+            if timer is not None:
+                timer.cancel()
+        self._ping_timer = self._auth_timer = self._deadline_timer = None
+        server = self.server
+        for sub in self.subs.values():
+            sub.closed = True
+            server.sublist.remove(sub)
+        self.subs.clear()
+        server.unregister(self)
+
+    # ----------------------------------------------------------------- keep-alive and auth
+
+    def _schedule_ping(self, first: bool = False) -> None:
+        interval = self.server.config.ping_interval
+        if first:
+            # nats-server sends its first PING early: min(interval, 2 s) plus up to 20 %.
+            delay = min(interval, 2.0)
+            delay += delay * 0.2 * random.random()
+        else:
+            delay = interval
+        self._ping_timer = self.server.clock.call_later(delay, self._ping_tick)
+
+    def _ping_tick(self) -> None:
+        self._ping_timer = None
+        if self.closed:
+            return
+        clock = self.server.clock
+        now = clock.monotonic()
+        config = self.server.config
+        need_rtt = self.rtt == 0.0 or now - self.rtt_start > RTT_REFRESH
+        if now - self.last_in > config.ping_interval or need_rtt:
+            if self.pings_out + 1 > config.ping_max:
+                self.server.log.debug(f"cid:{self.cid} - Stale Client Connection - Closing")
+                self.fail(ERR_STALE)
+                return
+            self.rtt_start = now
+            self.pings_out += 1
+            self.send(wire.PING)
+            self.server.flush_soon()
+        self._schedule_ping()
+
+    def _auth_expired(self) -> None:
+        self._auth_timer = None
+        if not self.connected and not self.closed:
+            self.fail(ERR_AUTH_TIMEOUT)
+            self.server.flush_soon()
+
+    # ----------------------------------------------------------------- operations
+
+    def _process(self, ops: list[tuple]) -> None:
+        server = self.server
+        for op in ops:
+            if self.closed:
+                return
+            kind = op[0]
+            if kind == OP_PUB:
+                self._publish(op[1], op[2], None, op[3])
+            elif kind == OP_HPUB:
+                if not self.headers:
+                    self.close()  # HPUB without headers support: closed with no -ERR
+                    return
+                self._publish(op[1], op[2], op[3], op[4])
+            elif kind == OP_SUB:
+                self._subscribe(op[1], op[2], op[3])
+            elif kind == OP_UNSUB:
+                self._unsubscribe(op[1], op[2])
+            elif kind == OP_PING:
+                self.send(wire.PONG)
+                if self.connected and self.protocol >= 1 and not self.sent_connect_info:
+                    self.sent_connect_info = True
+                    self.send(wire.info(server.info_fields(self, connect_info=True)))
+            elif kind == OP_PONG:
+                self.pings_out = 0
+                if self.rtt_start:
+                    self.rtt = max(server.clock.monotonic() - self.rtt_start, 1e-9)
+            elif kind == OP_CONNECT:
+                self._connect(op[1])
+            elif kind == OP_CLOSE:
+                if op[1] is None:
+                    self.close()
+                else:
+                    self.fail(op[1])
+                return
+            elif kind == OP_ERR:
+                server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
+                self.close()
+                return
+            elif kind in (OP_INFO, OP_OK):
+                pass
+
+    def _connect(self, arg: bytes) -> None:
+        try:
+            opts = json.loads(arg)
+        except ValueError:
+            self.close()
+            return
+        if not isinstance(opts, dict):
+            self.close()
+            return
+        self.verbose = bool(opts.get("verbose", self.verbose))
+        self.pedantic = bool(opts.get("pedantic", self.pedantic))
+        self.echo = bool(opts.get("echo", self.echo))
+        self.headers = bool(opts.get("headers", self.headers))
+        self.no_responders = bool(opts.get("no_responders", self.no_responders))
+        self.name = str(opts.get("name") or "")
+        self.lang = str(opts.get("lang") or "")
+        self.version = str(opts.get("version") or "")
+        protocol = opts.get("protocol", 0)
+        if not isinstance(protocol, int) or protocol < 0 or protocol > 1:
+            self.fail(ERR_BAD_PROTOCOL)
+            return
+        self.protocol = protocol
+        if not self._authenticate(opts):
+            self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
+                                  f'"{self.name}" - {ERR_AUTH_VIOLATION}')
+            self.fail(ERR_AUTH_VIOLATION)
+            return
+        if self.no_responders and not self.headers:
+            self.fail(ERR_NO_RESPONDERS_HEADERS)
+            return
+        self.connected = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
+        if self.verbose:
+            self.send(wire.OK)
+
+    def _authenticate(self, opts: dict[str, Any]) -> bool:
+        if opts.get("account") or opts.get("new_account"):
+            return False
+        config = self.server.config
+        if config.token:
+            return opts.get("auth_token") == config.token
+        if config.user:
+            return opts.get("user") == config.user and opts.get("pass") == config.password
+        return True
+
+    def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                 payload: bytes) -> None:
+        server = self.server
+        if self.pedantic and not is_valid_literal_subject(subject):
+            self.send(wire.err(ERR_INVALID_PUB_SUBJECT))
+        if subject.startswith(RESERVED_PUBLISH_PREFIXES):
+            self.send(wire.err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'))
+            return
+        if reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES):
+            self.send(wire.err(
+                f'Permissions Violation for Publish with Reply of "{reply.decode(errors="replace")}"'))
+            return
+        size = len(payload) + (len(header) if header is not None else 0)
+        self.in_msgs += 1
+        self.in_bytes += size
+        stats = server.stats
+        stats.in_msgs += 1
+        stats.in_bytes += size
+        if self.verbose:
+            self.send(wire.OK)
+        server.publish(subject, reply, header, payload, self)
+
+    def _subscribe(self, subject: bytes, queue: bytes | None, sid: bytes) -> None:
+        if not is_valid_subject(subject) or (queue is not None and not _valid_queue(queue)):
+            self.send(wire.err(ERR_INVALID_SUBJECT))
+            return
+        if sid in self.subs:
+            if self.verbose:
+                self.send(wire.OK)
+            return
+        limit = self.server.config.max_subscriptions
+        if limit and len(self.subs) >= limit:
+            self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
+            return
+        sub = Subscription(subject, sid, queue, conn=self)
+        self.subs[sid] = sub
+        self.server.add_subscription(sub)
+        if self.verbose:
+            self.send(wire.OK)
+
+    def _unsubscribe(self, sid: bytes, limit: int | None) -> None:
+        sub = self.subs.get(sid)
+        if sub is not None:
+            if limit and limit > sub.delivered:
+                sub.max = limit
+            else:
+                self.remove_subscription(sub)
+        if self.verbose:
+            self.send(wire.OK)
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        if self.subs.get(sub.sid) is sub:
+            del self.subs[sub.sid]
+        sub.closed = True
+        self.server.remove_subscription(sub)
+
+    # ----------------------------------------------------------------- delivery
+
+    def deliver(self, sub: Subscription, subject: bytes, reply: bytes | None,
+                header: bytes | None, payload: bytes) -> None:
+        """Send one message to this client on ``sub``; honour auto-unsubscribe."""
+        if header is None:
+            data = wire.msg(subject, sub.sid, reply, payload)
+        else:
+            data = wire.hmsg(subject, sub.sid, reply, header, payload)
+        self.out_msgs += 1
+        self.out_bytes += len(payload) + (len(header) if header is not None else 0)
+        self.send(data)
+        sub.delivered += 1
+        if sub.max and sub.delivered >= sub.max:
+            self.remove_subscription(sub)
+
+
+def _valid_queue(queue: bytes) -> bool:
+    return bool(queue) and not any(c in b" \t\r\n" for c in queue)

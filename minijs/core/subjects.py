@@ -1,0 +1,96 @@
+"""Subject rules, as nats-server applies them.
+
+A subject is tokens separated by ``.``; no token is empty and none contains white space. In a
+subscription a token that is exactly ``*`` matches one token and a last token that is exactly
+``>`` matches one or more. A token that merely contains ``*`` or ``>`` is a literal. Published
+subjects are not validated (unless the client is pedantic): a published ``*`` token is routed as
+a literal against subscriptions.
+
+Functions take ``bytes`` (the wire form) or ``str``.
+"""
+from __future__ import annotations
+
+_BAD_BYTES = frozenset(b" \t\r\n\x0c")
+
+
+def _tokens(subject: bytes | str) -> list:
+    if isinstance(subject, str):
+        subject = subject.encode()
+    return subject.split(b".")
+
+
+def is_valid_subject(subject: bytes | str) -> bool:
+    """Valid for a subscription: non-empty tokens, no white space, ``>`` only last."""
+    if not subject:
+        return False
+    tokens = _tokens(subject)
+    last = len(tokens) - 1
+    for i, tok in enumerate(tokens):
+        if not tok or _BAD_BYTES.intersection(tok):
+            return False
+        if tok == b">" and i != last:
+            return False
+    return True
+
+
+def is_valid_literal_subject(subject: bytes | str) -> bool:
+    """Valid and without wildcard tokens: what a pedantic publisher must use."""
+    if not is_valid_subject(subject):
+        return False
+    return all(tok not in (b"*", b">") for tok in _tokens(subject))
+
+
+def has_wildcard(subject: bytes | str) -> bool:
+    return any(tok in (b"*", b">") for tok in _tokens(subject))
+
+
+def subject_matches(pattern: bytes | str, subject: bytes | str) -> bool:
+    """Does ``subject`` (tokens taken literally) fall under subscription ``pattern``?"""
+    ptoks = _tokens(pattern)
+    stoks = _tokens(subject)
+    n = len(ptoks)
+    for i, ptok in enumerate(ptoks):
+        if ptok == b">" and i == n - 1:
+            return len(stoks) > i
+        if i >= len(stoks):
+            return False
+        if ptok != b"*" and ptok != stoks[i]:
+            return False
+    return len(stoks) == n
+
+
+def subjects_overlap(a: bytes | str, b: bytes | str) -> bool:
+    """Could some literal subject match both patterns?"""
+    atoks = _tokens(a)
+    btoks = _tokens(b)
+    i = 0
+    while True:
+        a_end = i >= len(atoks)
+        b_end = i >= len(btoks)
+        if a_end or b_end:
+            return a_end and b_end
+        x, y = atoks[i], btoks[i]
+        if (x == b">" and i == len(atoks) - 1) or (y == b">" and i == len(btoks) - 1):
+            return True
+        if x != b"*" and y != b"*" and x != y:
+            return False
+        i += 1
+
+
+def is_subset(sub: bytes | str, sup: bytes | str) -> bool:
+    """Is every subject matched by ``sub`` also matched by ``sup``?"""
+    stoks = _tokens(sub)
+    ptoks = _tokens(sup)
+    for i, ptok in enumerate(ptoks):
+        if ptok == b">" and i == len(ptoks) - 1:
+            return len(stoks) > i
+        if i >= len(stoks):
+            return False
+        stok = stoks[i]
+        if ptok == b"*":
+            if stok == b">":
+                return False
+            continue
+        if stok != ptok:
+            return False
+    return len(stoks) == len(ptoks)

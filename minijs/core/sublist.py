@@ -1,0 +1,214 @@
+"""The subscription index: a token trie with a result cache, like nats-server's sublist.
+
+Lookup walks one branch per token (literal child, ``*`` child, ``>`` child), so its cost does not
+grow with the number of subscriptions that do not match. Results are cached per subject; a
+change to the index drops only the cached subjects the changed subscription matches.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from minijs.core.subjects import subject_matches
+
+_STAR = b"*"
+_GT = b">"
+CACHE_MAX = 1024
+
+
+class Subscription:
+    """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
+
+    __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed")
+
+    def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
+                 conn: Any = None, callback: Callable[..., None] | None = None) -> None:
+        self.subject = subject
+        self.queue = queue
+        self.sid = sid
+        self.conn = conn  # the client connection that owns it, or None for internal
+        self.callback = callback  # internal: callback(sub, subject, reply, header, payload, origin)
+        self.max = 0  # auto-unsubscribe after this many deliveries (0 = never)
+        self.delivered = 0
+        self.closed = False
+
+    def __repr__(self) -> str:
+        q = f" queue={self.queue!r}" if self.queue else ""
+        return f"<Subscription {self.subject!r} sid={self.sid!r}{q}>"
+
+
+class MatchResult:
+    """Plain subscriptions and queue groups (name -> members) matching one subject."""
+
+    __slots__ = ("plain", "groups")
+
+    def __init__(self) -> None:
+        self.plain: list[Subscription] = []
+        self.groups: dict[bytes, list[Subscription]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.plain or self.groups)
+
+
+class _Node:
+    __slots__ = ("children", "star", "gt", "plain", "groups")
+
+    def __init__(self) -> None:
+        self.children: dict[bytes, _Node] = {}
+        self.star: _Node | None = None
+        self.gt: _Node | None = None
+        self.plain: list[Subscription] = []
+        self.groups: dict[bytes, list[Subscription]] = {}
+
+    def empty(self) -> bool:
+        return not (self.children or self.star or self.gt or self.plain or self.groups)
+
+
+EMPTY_RESULT = MatchResult()
+
+
+class Sublist:
+    """Insert, remove and match subscriptions by subject."""
+
+    def __init__(self) -> None:
+        self._root = _Node()
+        self._cache: dict[bytes, MatchResult] = {}
+        self.count = 0
+
+    def insert(self, sub: Subscription) -> None:
+        node = self._root
+        for tok in sub.subject.split(b"."):
+            if tok == _STAR:
+                if node.star is None:
+                    node.star = _Node()
+                node = node.star
+            elif tok == _GT:
+                if node.gt is None:
+                    node.gt = _Node()
+                node = node.gt
+            else:
+                child = node.children.get(tok)
+                if child is None:
+                    child = node.children[tok] = _Node()
+                node = child
+        if sub.queue is None:
+            node.plain.append(sub)
+        else:
+            node.groups.setdefault(sub.queue, []).append(sub)
+        self.count += 1
+        self._invalidate(sub.subject)
+
+    def remove(self, sub: Subscription) -> bool:
+        path: list[tuple[_Node, bytes]] = []
+        node = self._root
+        for tok in sub.subject.split(b"."):
+            if tok == _STAR:
+                nxt = node.star
+            elif tok == _GT:
+                nxt = node.gt
+            else:
+                nxt = node.children.get(tok)
+            if nxt is None:
+                return False
+            path.append((node, tok))
+            node = nxt
+        if sub.queue is None:
+            try:
+                node.plain.remove(sub)
+            except ValueError:
+                return False
+        else:
+            members = node.groups.get(sub.queue)
+            if not members or sub not in members:
+                return False
+            members.remove(sub)
+            if not members:
+                del node.groups[sub.queue]
+        self.count -= 1
+        # Prune empty branches so the trie does not grow with churned inbox subjects.
+        while path and node.empty():
+            parent, tok = path.pop()
+            if tok == _STAR:
+                parent.star = None
+            elif tok == _GT:
+                parent.gt = None
+            else:
+                del parent.children[tok]
+            node = parent
+        self._invalidate(sub.subject)
+        return True
+
+    def _invalidate(self, pattern: bytes) -> None:
+        cache = self._cache
+        if not cache:
+            return
+        if b"*" not in pattern and b">" not in pattern:
+            cache.pop(pattern, None)
+            return
+        stale = [s for s in cache if subject_matches(pattern, s)]
+        for s in stale:
+            del cache[s]
+
+    def match(self, subject: bytes) -> MatchResult:
+        """Every subscription whose subject matches ``subject`` (its tokens taken literally)."""
+        cached = self._cache.get(subject)
+        if cached is not None:
+            return cached
+        result = MatchResult()
+        tokens = subject.split(b".")
+        self._collect(self._root, tokens, 0, len(tokens), result)
+        if len(self._cache) >= CACHE_MAX:
+            # Drop an arbitrary old half rather than scanning for the least used.
+            for key in list(self._cache)[: CACHE_MAX // 2]:
+                del self._cache[key]
+        self._cache[subject] = result
+        return result
+
+    def _collect(self, node: _Node, tokens: list[bytes], i: int, n: int,
+                 result: MatchResult) -> None:
+        while True:
+            if node.gt is not None and i < n:
+                _add(node.gt, result)
+            if i == n:
+                _add(node, result)
+                return
+            tok = tokens[i]
+            if not tok:
+                return  # an empty token matches nothing
+            if node.star is not None:
+                self._collect(node.star, tokens, i + 1, n, result)
+            child = node.children.get(tok)
+            if child is None:
+                return
+            node = child
+            i += 1
+
+    def has_interest(self, subject: bytes) -> bool:
+        return bool(self.match(subject))
+
+    def all_subscriptions(self) -> list[Subscription]:
+        out: list[Subscription] = []
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            out.extend(node.plain)
+            for members in node.groups.values():
+                out.extend(members)
+            stack.extend(node.children.values())
+            if node.star:
+                stack.append(node.star)
+            if node.gt:
+                stack.append(node.gt)
+        return out
+
+
+def _add(node: _Node, result: MatchResult) -> None:
+    if node.plain:
+        result.plain.extend(node.plain)
+    if node.groups:
+        groups = result.groups
+        for name, members in node.groups.items():
+            existing = groups.get(name)
+            if existing is None:
+                groups[name] = list(members)
+            else:
+                existing.extend(members)

@@ -1,0 +1,56 @@
+"""Encoders for what the server writes: INFO, MSG/HMSG, -ERR, status messages.
+
+Every wire string the server emits is built here, so its exact bytes live in one place.
+"""
+from __future__ import annotations
+
+import json
+
+PING = b"PING\r\n"
+PONG = b"PONG\r\n"
+OK = b"+OK\r\n"
+CRLF = b"\r\n"
+HEADER_VERSION = b"NATS/1.0"
+
+
+def info(fields: dict) -> bytes:
+    """``INFO {json} \\r\\n``: compact JSON, and the single space nats-server puts before CRLF."""
+    return b"INFO " + json.dumps(fields, separators=(",", ":")).encode() + b" \r\n"
+
+
+def err(text: str) -> bytes:
+    return b"-ERR '" + text.encode() + b"'\r\n"
+
+
+def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
+    if reply:
+        head = b"MSG %b %b %b %d\r\n" % (subject, sid, reply, len(payload))
+    else:
+        head = b"MSG %b %b %d\r\n" % (subject, sid, len(payload))
+    return head + payload + CRLF
+
+
+def hmsg(subject: bytes, sid: bytes, reply: bytes | None, header: bytes, payload: bytes) -> bytes:
+    hlen = len(header)
+    if reply:
+        head = b"HMSG %b %b %b %d %d\r\n" % (subject, sid, reply, hlen, hlen + len(payload))
+    else:
+        head = b"HMSG %b %b %d %d\r\n" % (subject, sid, hlen, hlen + len(payload))
+    return head + header + payload + CRLF
+
+
+def status_header(code: int, description: str = "", headers: list[tuple[str, str]] | None = None
+                  ) -> bytes:
+    """A header block carrying a status line: ``NATS/1.0 503\\r\\nName: value\\r\\n\\r\\n``."""
+    line = b"NATS/1.0 %d" % code
+    if description:
+        line += b" " + description.encode()
+    parts = [line]
+    for name, value in headers or ():
+        parts.append(f"{name}: {value}".encode())
+    return b"\r\n".join(parts) + b"\r\n\r\n"
+
+
+def no_responders_header(subject: bytes) -> bytes:
+    """The 503 a requester gets when nothing received its request."""
+    return b"NATS/1.0 503\r\nNats-Subject: " + subject + b"\r\n\r\n"
