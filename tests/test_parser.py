@@ -1,0 +1,142 @@
+"""The sans-IO parser: exact operations, any chunking, and never an exception on bad input."""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from minijs.protocol.parser import (
+    ERR_AUTH_VIOLATION, ERR_MAX_CONTROL_LINE, ERR_MAX_PAYLOAD, ERR_UNKNOWN_OP, OP_CLOSE,
+    OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_SUB, OP_UNSUB,
+    Parser,
+)
+
+
+def parse(data: bytes, **kw) -> list[tuple]:
+    return Parser(**kw).feed(data)
+
+
+def parse_chunked(data: bytes, sizes: list[int], **kw) -> list[tuple]:
+    p = Parser(**kw)
+    ops: list[tuple] = []
+    i = 0
+    for n in sizes:
+        ops += p.feed(data[i:i + n])
+        i += n
+    ops += p.feed(data[i:])
+    return ops
+
+
+def test_pub_with_and_without_reply():
+    assert parse(b"PUB foo 5\r\nhello\r\n") == [(OP_PUB, b"foo", None, b"hello")]
+    assert parse(b"PUB foo bar 0\r\n\r\n") == [(OP_PUB, b"foo", b"bar", b"")]
+
+
+def test_hpub_splits_header_and_payload():
+    hdr = b"NATS/1.0\r\nA: b\r\n\r\n"
+    data = b"HPUB s r %d %d\r\n%bhi\r\n" % (len(hdr), len(hdr) + 2, hdr)
+    assert parse(data) == [(OP_HPUB, b"s", b"r", hdr, b"hi")]
+
+
+def test_sub_unsub_ping_pong_connect_info_ok_err():
+    data = (b"SUB a 1\r\nSUB a q 2\r\nUNSUB 1\r\nUNSUB 2 5\r\nPING\r\nPONG\r\n"
+            b'CONNECT {"verbose":false}\r\nINFO {}\r\n+OK\r\n-ERR \'x\'\r\n')
+    assert parse(data) == [
+        (OP_SUB, b"a", None, b"1"), (OP_SUB, b"a", b"q", b"2"), (OP_UNSUB, b"1", None),
+        (OP_UNSUB, b"2", 5), (OP_PING,), (OP_PONG,), (OP_CONNECT, b'{"verbose":false}'),
+        (OP_INFO, b"{}"), (OP_OK,), (OP_ERR, "'x'"),
+    ]
+
+
+def test_case_insensitive_tabs_and_bare_lf():
+    assert parse(b"pub\tfoo \t 2\nhi\r\nsub  x\t9\nping\n") == [
+        (OP_PUB, b"foo", None, b"hi"), (OP_SUB, b"x", None, b"9"), (OP_PING,)]
+
+
+def test_ping_tolerates_trailing_bytes():
+    assert parse(b"PINGxyz\r\n") == [(OP_PING,)]
+
+
+def test_unknown_ops():
+    for line in (b"FOO\r\n", b"\r\n", b"PUBX a 1\r\n", b"PUB\r\n", b"MSG a 1 1\r\n",
+                 b"SUBSCRIBE a 1\r\n"):
+        assert parse(line) == [(OP_CLOSE, ERR_UNKNOWN_OP)], line
+
+
+def test_unknown_op_detected_before_newline():
+    assert parse(b"XYZ") == [(OP_CLOSE, ERR_UNKNOWN_OP)]
+    assert parse(b"PU") == []
+
+
+def test_bad_payload_terminator():
+    assert parse(b"PUB a 2\r\nhiXX") == [(OP_CLOSE, ERR_UNKNOWN_OP)]
+    assert parse(b"PUB a 2\r\nhi\rX") == [(OP_CLOSE, ERR_UNKNOWN_OP)]
+    assert parse(b"PUB a 2\r\nhi") == []
+
+
+def test_malformed_arguments_close_silently():
+    for line in (b"PUB foo\r\n", b"PUB a b c 1\r\n", b"PUB a x\r\n", b"SUB foo\r\n",
+                 b"SUB a b c d\r\n", b"UNSUB\t\r\n", b"UNSUB 1 x\r\n", b"HPUB a 10 5\r\n",
+                 b"HPUB a 1\r\n"):
+        assert parse(line) == [(OP_CLOSE, None)], line
+
+
+def test_max_payload_from_control_line():
+    assert parse(b"PUB a 11\r\n", max_payload=10) == [(OP_CLOSE, ERR_MAX_PAYLOAD)]
+    assert parse(b"HPUB a 2 11\r\n", max_payload=10) == [(OP_CLOSE, ERR_MAX_PAYLOAD)]
+    assert parse(b"PUB a 10\r\n0123456789\r\n", max_payload=10)[0][0] == OP_PUB
+
+
+def test_max_control_line_complete_and_partial():
+    long = b"a" * 5000
+    assert parse(b"SUB " + long + b" 1\r\n") == [(OP_CLOSE, ERR_MAX_CONTROL_LINE)]
+    assert parse(b"PUB " + long) == [(OP_CLOSE, ERR_MAX_CONTROL_LINE)]
+
+
+def test_require_connect_gates_first_op():
+    assert parse(b"PING\r\n", require_connect=True) == [(OP_CLOSE, ERR_AUTH_VIOLATION)]
+    ops = parse(b"CONNECT {}\r\nPING\r\n", require_connect=True)
+    assert ops == [(OP_CONNECT, b"{}"), (OP_PING,)]
+
+
+def test_dead_parser_yields_nothing():
+    p = Parser()
+    assert p.feed(b"BAD\r\n") == [(OP_CLOSE, ERR_UNKNOWN_OP)]
+    assert p.feed(b"PING\r\n") == []
+
+
+STREAM = (b'CONNECT {"verbose":false}\r\nSUB a.* q 1\r\nPUB a.b r 3\r\nabc\r\n'
+          b"HPUB h 12 14\r\nNATS/1.0\r\n\r\nhi\r\nUNSUB 1 3\r\nPING\r\nPONG\r\n")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=20))
+def test_any_chunking_gives_the_same_ops(cuts):
+    sizes = []
+    last = 0
+    for c in sorted(cuts):
+        sizes.append(c - last)
+        last = c
+    assert parse_chunked(STREAM, sizes) == parse(STREAM)
+
+
+_ops = st.sampled_from([b"PUB ", b"HPUB ", b"SUB ", b"UNSUB ", b"PING", b"PONG", b"CONNECT ",
+                        b"INFO ", b"+OK", b"-ERR ", b"\r\n", b"\n", b" ", b"\t", b"5", b"12",
+                        b"foo", b"NATS/1.0\r\n\r\n", b"*", b">", b"."])
+
+
+@settings(max_examples=400)
+@given(st.lists(st.one_of(_ops, st.binary(max_size=30)), max_size=30),
+       st.lists(st.integers(min_value=1, max_value=40), max_size=10))
+def test_fuzz_never_raises(pieces, sizes):
+    data = b"".join(pieces)
+    ops = parse_chunked(data, sizes, max_control_line=64, max_payload=100)
+    for i, op in enumerate(ops):
+        assert isinstance(op, tuple) and op
+        if op[0] == OP_CLOSE:
+            assert i == len(ops) - 1  # nothing after a protocol error
+
+
+@settings(max_examples=100)
+@given(st.binary(min_size=0, max_size=20000))
+def test_oversized_random_input_never_raises(data):
+    p = Parser(max_control_line=128, max_payload=256)
+    p.feed(data)
+    p.feed(data)
