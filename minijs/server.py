@@ -68,6 +68,9 @@ class Server:
         self.start_time = 0.0
         self.port = 0
         self.monitor: Any = None
+        #: The JetStream engine, once one is attached. INFO advertises ``jetstream`` only then,
+        #: so a client is never told JetStream is there when nothing would answer its API.
+        self.jetstream: Any = None
         self._next_cid = FIRST_CLIENT_ID
         self._listener: asyncio.base_events.Server | None = None
         self._dirty: list[Connection] = []
@@ -103,8 +106,9 @@ class Server:
 
             self.monitor = Monitor(self)
             await self.monitor.start()
-        if config.jetstream:
-            log.info("Starting JetStream")
+        if config.jetstream and self.jetstream is None:
+            log.warn("JetStream was requested but this minijs build has no JetStream engine "
+                     "yet: $JS.API requests get no responders")
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
         log.info("Server is ready")
 
@@ -180,7 +184,7 @@ class Server:
         if config.auth_required:
             fields["auth_required"] = True
         fields["max_payload"] = config.max_payload
-        if config.jetstream:
+        if self.jetstream is not None:
             fields["jetstream"] = True
         if conn is not None:
             fields["client_id"] = conn.cid
