@@ -74,9 +74,14 @@ def test_bad_payload_terminator():
 
 def test_malformed_arguments_close_silently():
     for line in (b"PUB foo\r\n", b"PUB a b c 1\r\n", b"PUB a x\r\n", b"SUB foo\r\n",
-                 b"SUB a b c d\r\n", b"UNSUB\t\r\n", b"UNSUB 1 x\r\n", b"HPUB a 10 5\r\n",
+                 b"SUB a b c d\r\n", b"UNSUB\t\r\n", b"UNSUB 1 2 3\r\n", b"HPUB a 10 5\r\n",
                  b"HPUB a 1\r\n"):
         assert parse(line) == [(OP_CLOSE, None)], line
+
+
+def test_unsub_max_that_is_not_a_number_means_no_max():
+    assert parse(b"UNSUB 1 x\r\n") == [(OP_UNSUB, b"1", None)]
+    assert parse(b"UNSUB 1 0\r\n") == [(OP_UNSUB, b"1", None)]
 
 
 def test_max_payload_from_control_line():

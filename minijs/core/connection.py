@@ -40,6 +40,8 @@ RTT_REFRESH = 3600.0
 #: Reply prefixes reserved for the server (its ack namespace, route replies).
 RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.")
 RESERVED_PUBLISH_PREFIXES = (b"$NRG.",)
+#: The queue group name nats-server keeps for its own services.
+RESERVED_QUEUE = b"_sys_"
 
 
 class Connection(asyncio.Protocol):
@@ -217,6 +219,7 @@ class Connection(asyncio.Protocol):
                 timer.cancel()
         self._ping_timer = self._auth_timer = self._deadline_timer = None
         server = self.server
+        server.log.debug(self._log_prefix() + "Client connection closed")
         for sub in self.subs.values():
             sub.closed = True
             server.sublist.remove(sub)
@@ -264,9 +267,12 @@ class Connection(asyncio.Protocol):
 
     def _process(self, ops: list[tuple]) -> None:
         server = self.server
+        tracing = server.log.trace_enabled
         for op in ops:
             if self.closed:
                 return
+            if tracing:
+                self._trace_in(op)
             kind = op[0]
             if kind == OP_PUB:
                 self._publish(op[1], op[2], None, op[3])
@@ -280,6 +286,8 @@ class Connection(asyncio.Protocol):
             elif kind == OP_UNSUB:
                 self._unsubscribe(op[1], op[2])
             elif kind == OP_PING:
+                if tracing:
+                    self.trace("->> [PONG]")
                 self.send(wire.PONG)
                 if self.connected and self.protocol >= 1 and not self.sent_connect_info:
                     self.sent_connect_info = True
@@ -376,6 +384,10 @@ class Connection(asyncio.Protocol):
         if not is_valid_subject(subject) or (queue is not None and not _valid_queue(queue)):
             self.send(wire.err(ERR_INVALID_SUBJECT))
             return
+        if queue == RESERVED_QUEUE:
+            self.send(wire.err(f'Permissions Violation for Subscription to '
+                               f'"{subject.decode(errors="replace")}" using queue "_sys_"'))
+            return
         if sid in self.subs:
             if self.verbose:
                 self.send(wire.OK)
@@ -410,17 +422,72 @@ class Connection(asyncio.Protocol):
 
     def deliver(self, sub: Subscription, subject: bytes, reply: bytes | None,
                 header: bytes | None, payload: bytes) -> None:
-        """Send one message to this client on ``sub``; honour auto-unsubscribe."""
-        if header is None:
+        """Send one message to this client on ``sub``; honour auto-unsubscribe.
+
+        A client that did not announce header support gets the payload alone, as from
+        nats-server.
+        """
+        if header is None or not self.headers:
             data = wire.msg(subject, sub.sid, reply, payload)
         else:
             data = wire.hmsg(subject, sub.sid, reply, header, payload)
         self.out_msgs += 1
         self.out_bytes += len(payload) + (len(header) if header is not None else 0)
         self.send(data)
+        if self.server.log.trace_enabled:
+            self._trace_out(data)
         sub.delivered += 1
         if sub.max and sub.delivered >= sub.max:
             self.remove_subscription(sub)
+
+
+    # ----------------------------------------------------------------- tracing (-V)
+
+    def trace(self, text: str) -> None:
+        self.server.log.trace(self._log_prefix() + text)
+
+    def _log_prefix(self) -> str:
+        prefix = f"{self.host}:{self.port} - cid:{self.cid} - "
+        if self.connected and (self.lang or self.version):
+            who = f"v{self.version}:{self.lang}" + (f":{self.name}" if self.name else "")
+            prefix += f'"{who}" - '
+        return prefix
+
+    def _trace_in(self, op: tuple) -> None:
+        kind = op[0]
+        if kind == OP_PUB or kind == OP_HPUB:
+            args = [op[1]] + ([op[2]] if op[2] else [])
+            if kind == OP_PUB:
+                args.append(b"%d" % len(op[3]))
+                body = op[3]
+            else:
+                args += [b"%d" % len(op[3]), b"%d" % (len(op[3]) + len(op[4]))]
+                body = op[3] + op[4]
+            name = "PUB" if kind == OP_PUB else "HPUB"
+            self.trace(f"<<- [{name} {b' '.join(args).decode(errors='replace')}]")
+            self.trace(f"<<- MSG_PAYLOAD: [{_quote(body)}]")
+        elif kind == OP_SUB:
+            args = [op[1]] + ([op[2]] if op[2] else []) + [op[3]]
+            self.trace(f"<<- [SUB {b' '.join(args).decode(errors='replace')}]")
+        elif kind == OP_UNSUB:
+            extra = f" {op[2]}" if op[2] else ""
+            self.trace(f"<<- [UNSUB {op[1].decode(errors='replace')}{extra}]")
+        elif kind == OP_CONNECT:
+            self.trace(f"<<- [CONNECT {op[1].decode(errors='replace')}]")
+        elif kind in (OP_PING, OP_PONG):
+            self.trace("<<- [PING]" if kind == OP_PING else "<<- [PONG]")
+
+    def _trace_out(self, data: bytes) -> None:
+        head, _, rest = data.partition(b"\r\n")
+        self.trace(f"->> [{head.decode(errors='replace')}]")
+        self.trace(f"->> MSG_PAYLOAD: [{_quote(rest[:-2])}]")
+
+
+def _quote(body: bytes) -> str:
+    """Go's %q of a payload, near enough for a trace line."""
+    text = body.decode("utf-8", "replace")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace(
+        "\n", "\\n") + '"'
 
 
 def _valid_queue(queue: bytes) -> bool:

@@ -253,10 +253,9 @@ class Parser:
         if len(args) == 1:
             return (OP_UNSUB, args[0], None)
         if len(args) == 2:
+            # nats-server treats a max that is not a positive number as "no max".
             limit = _parse_size(args[1])
-            if limit < 0:
-                return (OP_CLOSE, None)
-            return (OP_UNSUB, args[0], limit)
+            return (OP_UNSUB, args[0], limit if limit > 0 else None)
         return (OP_CLOSE, None)
 
 
