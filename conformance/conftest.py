@@ -1,0 +1,205 @@
+"""Fixtures and target parametrization for the conformance suite.
+
+Every test that takes the ``target`` argument runs once per selected target
+(``--targets minijs,nats-server`` by default; ``--url nats://host:port`` adds an external
+target named ``url``). The suite talks to servers only over the network — nothing from the
+``minijs`` package is imported here.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client as NatsClient
+
+from conformance.helpers import NatsFactory, RawFactory, SpawnFn
+from conformance.rawclient import RawClient
+from conformance.report import ConformanceReport
+from conformance.servers import (
+    LOCAL_TARGETS,
+    URL_TARGET,
+    Endpoint,
+    ServerProcess,
+    endpoint_from_url,
+    spawn_server,
+)
+
+DEFAULT_TARGETS = "minijs,nats-server"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "minijs conformance suite")
+    group.addoption(
+        "--targets",
+        default=None,
+        help=f"comma separated targets to run against (default {DEFAULT_TARGETS}); "
+        f"known: {', '.join(LOCAL_TARGETS)}, {URL_TARGET}",
+    )
+    group.addoption(
+        "--url",
+        default=None,
+        help="nats://host:port of an already running server; adds the target 'url'",
+    )
+
+
+def selected_targets(config: pytest.Config) -> list[str]:
+    """The target list from ``--targets`` / ``--url``."""
+    raw = config.getoption("--targets") or DEFAULT_TARGETS
+    targets = [t.strip() for t in raw.split(",") if t.strip()]
+    url = config.getoption("--url")
+    if url and URL_TARGET not in targets:
+        targets.append(URL_TARGET)
+    for t in targets:
+        if t not in LOCAL_TARGETS and t != URL_TARGET:
+            raise pytest.UsageError(f"unknown conformance target {t!r}")
+        if t == URL_TARGET and not url:
+            raise pytest.UsageError("target 'url' needs --url nats://host:port")
+    return list(dict.fromkeys(targets))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance: a minijs conformance case")
+    report = ConformanceReport(config=config, targets=selected_targets(config))
+    config.pluginmanager.register(report, "conformance-report")
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> list[str] | None:
+    """Show both sides of a failed bytes comparison in full (pytest truncates them), so the
+    report carries the exact wire bytes. Cases write ``assert actual == expected``."""
+    if op != "==" or not isinstance(left, bytes) or not isinstance(right, bytes):
+        return None
+    limit = 3000
+    common = min(len(left), len(right))
+    at = next((i for i in range(common) if left[i] != right[i]), common)
+
+    def show(data: bytes) -> str:
+        text = repr(data)
+        return text if len(text) <= limit else f"{text[:limit]}... ({len(data)} bytes)"
+
+    return [
+        f"wire bytes differ (first difference at byte {at}):",
+        f"actual:   {show(left)}",
+        f"expected: {show(right)}",
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        targets = selected_targets(metafunc.config)
+        metafunc.parametrize("target", targets, ids=targets)
+
+
+# ---------------------------------------------------------------------- servers
+
+
+class ServerPool:
+    """Session-wide default servers, one per target, spawned on first use."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.servers: dict[str, Endpoint] = {}
+        self.errors: dict[str, str] = {}
+
+    def get(self, target: str) -> Endpoint:
+        if target in self.errors:
+            # Fail fast instead of waiting for the start timeout again in every case.
+            raise RuntimeError(self.errors[target])
+        if target not in self.servers:
+            if target == URL_TARGET:
+                self.servers[target] = endpoint_from_url(self.config.getoption("--url"))
+            else:
+                try:
+                    self.servers[target] = spawn_server(target)
+                except Exception as exc:
+                    self.errors[target] = str(exc)
+                    raise
+        return self.servers[target]
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            if isinstance(server, ServerProcess):
+                server.stop()
+
+
+@pytest.fixture(scope="session")
+def server_pool(pytestconfig: pytest.Config) -> Iterator[ServerPool]:
+    pool = ServerPool(pytestconfig)
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def server(target: str, server_pool: ServerPool) -> Endpoint:
+    """The shared default server of this target (no auth, no JetStream)."""
+    return server_pool.get(target)
+
+
+@pytest.fixture
+def spawn(target: str) -> Iterator[SpawnFn]:
+    """Factory for a specially configured server of this target, stopped after the test.
+
+    ``spawn(args=[...], config="nats config text")``. Skips for the external ``url`` target,
+    which cannot be reconfigured.
+    """
+    started: list[ServerProcess] = []
+
+    def _spawn(args: list[str] | None = None, config: str | None = None) -> ServerProcess:
+        if target == URL_TARGET:
+            pytest.skip("needs a specially configured server; not possible with --url")
+        proc = spawn_server(target, args=args, config=config)
+        started.append(proc)
+        return proc
+
+    yield _spawn
+    for proc in started:
+        proc.stop()
+
+
+# ---------------------------------------------------------------------- clients
+
+@pytest.fixture
+def raw(server: Endpoint) -> Iterator[RawFactory]:
+    """Factory for raw clients: ``raw()`` connects to the default server and reads INFO;
+    ``raw(endpoint)`` to another one; keyword args go to ``RawClient.connect``."""
+    clients: list[RawClient] = []
+
+    def _connect(endpoint: Endpoint | None = None, **kwargs: Any) -> RawClient:
+        ep = endpoint or server
+        client = RawClient.connect(ep.host, ep.port, **kwargs)
+        clients.append(client)
+        return client
+
+    yield _connect
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+async def nats_connect(server: Endpoint) -> AsyncIterator[NatsFactory]:
+    """Factory for nats-py connections (closed after the test)."""
+    clients: list[NatsClient] = []
+
+    async def _connect(endpoint: Endpoint | None = None, **kwargs: Any) -> NatsClient:
+        ep = endpoint or server
+        kwargs.setdefault("allow_reconnect", False)
+        kwargs.setdefault("connect_timeout", 5)
+        nc = await nats.connect(ep.url, **kwargs)
+        clients.append(nc)
+        return nc
+
+    yield _connect
+    for nc in clients:
+        if not nc.is_closed:
+            try:
+                await nc.close()
+            except Exception:
+                pass
+
+
+@pytest.fixture
+def subject() -> str:
+    """A unique subject prefix so cases never see each other's traffic."""
+    return f"conf.{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,57 @@
+"""Shared type aliases and small helpers for the conformance cases."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from conformance.rawclient import RawClient
+from conformance.servers import Endpoint, ServerProcess
+
+#: ``spawn(args=[...], config="...")`` -> a freshly started, specially configured server.
+SpawnFn = Callable[..., ServerProcess]
+#: ``raw(endpoint=None, **kwargs)`` -> a connected RawClient that has read INFO.
+RawFactory = Callable[..., RawClient]
+#: ``await nats_connect(endpoint=None, **kwargs)`` -> a nats-py client.
+NatsFactory = Callable[..., Any]
+
+
+def connect_line(**fields: Any) -> bytes:
+    """``CONNECT {json}\\r\\n`` with exactly the given fields."""
+    return b"CONNECT " + json.dumps(fields, separators=(",", ":")).encode() + b"\r\n"
+
+
+def ready(raw: RawFactory, endpoint: Endpoint | None = None, **options: Any) -> RawClient:
+    """A raw client that has completed CONNECT+PING (non-verbose unless overridden)."""
+    client = raw(endpoint)
+    client.handshake(**options)
+    return client
+
+
+async def ensure_subs(nc: Any, timeout: float = 5.0) -> None:
+    """Wait until the server has processed every SUB nats-py client ``nc`` sent so far.
+
+    nats-py's ``flush()`` may overtake SUBs still queued in the client (see clients.md), so
+    instead subscribe to a fresh marker subject last and publish to it until the marker comes
+    back: the server handles one connection's ops in order, so all earlier SUBs are in place.
+    """
+    import asyncio
+    import uuid
+
+    marker = f"_conformance.marker.{uuid.uuid4().hex}"
+    sub = await nc.subscribe(marker)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        while True:
+            await nc.publish(marker, b"")
+            try:
+                await sub.next_msg(timeout=0.2)
+                return
+            except Exception as exc:  # nats.errors.TimeoutError; retry until the deadline
+                if loop.time() > deadline:
+                    raise AssertionError(
+                        "marker never came back: subscriptions not in place"
+                    ) from exc
+    finally:
+        await sub.unsubscribe()

@@ -1,0 +1,123 @@
+"""The command line surface both targets share: flags, logging, shutdown, monitoring."""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from conformance.helpers import SpawnFn, connect_line
+from conformance.rawclient import OK, PONG, RawClient, msg, pub
+
+
+def free_port() -> int:
+    """A currently free loopback TCP port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_log(server: object, needle: str, timeout: float = 3.0) -> str:
+    """Wait until the server's captured stderr contains ``needle``; return the log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log: str = server.log  # type: ignore[attr-defined]
+        if needle in log or time.monotonic() > deadline:
+            return log
+        time.sleep(0.02)
+
+
+def get_json(port: int, path: str) -> Any:
+    """GET a monitoring endpoint and decode its JSON; failures name the endpoint."""
+    url = f"http://127.0.0.1:{port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return json.loads(resp.read())
+    except urllib.error.URLError as exc:
+        raise AssertionError(f"GET {path}: {exc}") from exc
+
+
+def test_sigterm_closes_clients_and_exits_zero(target: str, spawn: SpawnFn) -> None:
+    """SIGTERM: connected clients see the connection closed (no -ERR), exit status 0."""
+    srv = spawn()
+    client = RawClient.connect(srv.host, srv.port)
+    try:
+        client.handshake()
+        assert srv.proc is not None
+        srv.proc.send_signal(signal.SIGTERM)
+        client.assert_closed(timeout=5, expect_data=b"")
+        assert srv.proc.wait(5) == 0
+    finally:
+        client.close()
+
+
+def test_user_pass_flags(target: str, spawn: SpawnFn) -> None:
+    """``--user``/``--pass`` enable user/password auth like the config block."""
+    srv = spawn(args=["--user", "flaguser", "--pass", "flagpass"])
+    with RawClient.connect(srv.host, srv.port) as good:
+        assert good.info.get("auth_required") is True
+        good.send(connect_line(verbose=True, user="flaguser", **{"pass": "flagpass"}))
+        good.expect(OK)
+    with RawClient.connect(srv.host, srv.port) as bad:
+        bad.send(connect_line(verbose=True, user="flaguser", **{"pass": "nope"}))
+        bad.assert_closed(expect_data=b"-ERR 'Authorization Violation'\r\n")
+
+
+def test_auth_token_flag(target: str, spawn: SpawnFn) -> None:
+    """``--auth TOKEN`` enables token auth."""
+    srv = spawn(args=["--auth", "flagtoken"])
+    with RawClient.connect(srv.host, srv.port) as good:
+        assert good.info.get("auth_required") is True
+        good.send(connect_line(verbose=True, auth_token="flagtoken"))
+        good.expect(OK)
+    with RawClient.connect(srv.host, srv.port) as bad:
+        bad.send(connect_line(verbose=True, auth_token="other"))
+        bad.assert_closed(expect_data=b"-ERR 'Authorization Violation'\r\n")
+
+
+def test_debug_trace_logging(target: str, spawn: SpawnFn, subject: str) -> None:
+    """``-DV`` logs debug lines and traces client protocol (``<<- [SUB ...]``) on stderr."""
+    srv = spawn(args=["-DV"])
+    with RawClient.connect(srv.host, srv.port) as client:
+        client.handshake()
+        client.send(f"SUB {subject} 1\r\n".encode() + pub(subject, b"t"))
+        assert client.barrier() == msg(subject, 1, b"t")
+    needle = f"<<- [SUB {subject} 1]"
+    log = wait_for_log(srv, needle)
+    assert "[DBG]" in log, f"no [DBG] line in the -DV log:\n{log}"
+    trace = [line for line in log.splitlines() if needle in line]
+    assert trace, f"no trace line containing {needle!r} in the -DV log:\n{log}"
+    assert "[TRC]" in trace[0], trace[0]
+
+
+def test_monitoring_healthz_and_varz(target: str, spawn: SpawnFn) -> None:
+    """``-m PORT`` serves ``/healthz`` and ``/varz`` (matching the INFO) as JSON."""
+    http_port = free_port()
+    srv = spawn(args=["-m", str(http_port)])
+    with RawClient.connect(srv.host, srv.port) as client:
+        client.handshake()
+        assert get_json(http_port, "/healthz") == {"status": "ok"}
+        varz = get_json(http_port, "/varz")
+        assert varz["server_id"] == client.info["server_id"]
+        assert varz["server_name"] == client.info["server_name"]
+        assert varz["version"] == client.info["version"]
+        assert varz["max_payload"] == client.info["max_payload"]
+        assert varz["connections"] >= 1
+
+
+def test_monitoring_connz(target: str, spawn: SpawnFn) -> None:
+    """``/connz`` lists the open client connections by ``cid`` (the INFO ``client_id``)."""
+    http_port = free_port()
+    srv = spawn(args=["-m", str(http_port)])
+    with RawClient.connect(srv.host, srv.port) as client:
+        client.handshake()
+        connz = get_json(http_port, "/connz")
+        assert connz["server_id"] == client.info["server_id"]
+        assert connz["num_connections"] >= 1
+        cids = [c["cid"] for c in connz["connections"]]
+        assert client.info["client_id"] in cids
+        client.send(b"PING\r\n")
+        client.expect(PONG)
