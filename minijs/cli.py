@@ -1,0 +1,363 @@
+"""``minijs``: a drop-in for the ``nats-server`` command line.
+
+Scripts and harnesses spawn ``nats-server -a HOST -p PORT -js ...`` and wait for
+``[INF] Server is ready`` on stderr; ``minijs`` takes the same flags, spelled the way Go's
+``flag`` package reads them (one or two dashes, ``-flag value`` or ``-flag=value``, booleans
+bare or ``-flag=false``), prints the same log lines and shuts down the same way on SIGTERM and
+SIGINT. Flags nats-server has but minijs does not implement are refused by name, never
+silently ignored. A config file (``-c``) is read first and flags override it, as in nats-server.
+
+Only ``os`` and ``sys`` are imported up front so ``-h``/``-v`` and the spawn stay fast.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, TextIO
+
+PROG = "minijs"
+
+USAGE = f"""
+Usage: {PROG} [options]
+
+A drop-in for nats-server (the flags below mean what they mean there).
+
+Server Options:
+    -a, --addr, --net <host>         Bind to host address (default: 0.0.0.0)
+    -p, --port <port>                Use port for clients (default: 4222, -1: random)
+    -n, --name
+        --server_name <server_name>  Server name (default: auto)
+    -P, --pid <file>                 File to store PID
+    -m, --http_port <port>           Use port for http monitoring (-1: random)
+    -c, --config <file>              Configuration file
+    -t                               Test configuration and exit
+        --max_payload <size>         Maximum message payload (minijs extension; e.g. 1MB)
+
+Logging Options:
+    -l, --log <file>                 File to redirect log output
+    -T, --logtime                    Timestamp log entries (always on; accepted for compatibility)
+    -D, --debug                      Enable debugging output
+    -V, --trace                      Trace the raw protocol
+    -VV                              Verbose trace (same as -V in minijs)
+    -DV                              Debug and trace
+    -DVV                             Debug and verbose trace
+
+JetStream Options:
+    -js, --jetstream                 Enable JetStream functionality
+    -sd, --store_dir <dir>           Set the storage directory
+
+Authorization Options:
+        --user <user>                User required for connections
+        --pass <password>            Password required for connections
+        --auth <token>               Authorization token required for connections
+
+Common Options:
+    -h, --help                       Show this message
+    -v, --version                    Show version
+
+TLS, cluster, gateway, leaf node, syslog and profiling flags of nats-server are refused.
+"""
+
+
+class UsageError(Exception):
+    """A command line nats-server's flag parser would reject; the text is Go's wording."""
+
+
+# name -> (destination, kind); kind: "bool", "str", "int", "size"
+_FLAGS: dict[str, tuple[str, str]] = {}
+
+
+def _flag(names: tuple[str, ...], dest: str, kind: str) -> None:
+    for name in names:
+        _FLAGS[name] = (dest, kind)
+
+
+_flag(("a", "addr", "net"), "host", "str")
+_flag(("p", "port"), "port", "int")
+_flag(("n", "name", "server_name"), "server_name", "str")
+_flag(("P", "pid"), "pid_file", "str")
+_flag(("m", "http_port"), "http_port", "int")
+_flag(("c", "config"), "config", "str")
+_flag(("t",), "check_config", "bool")
+_flag(("max_payload",), "max_payload", "size")
+_flag(("l", "log"), "log_file", "str")
+_flag(("T", "logtime"), "logtime", "bool")
+_flag(("D", "debug"), "debug", "bool")
+_flag(("V", "trace", "VV"), "trace", "bool")
+_flag(("DV", "DVV"), "debug_trace", "bool")
+_flag(("js", "jetstream"), "jetstream", "bool")
+_flag(("sd", "store_dir"), "store_dir", "str")
+_flag(("user",), "user", "str")
+_flag(("pass",), "password", "str")
+_flag(("auth",), "token", "str")
+_flag(("h", "help"), "help", "bool")
+_flag(("v", "version"), "version", "bool")
+
+#: nats-server flags minijs does not implement: refused with a clear message. The kind says
+#: whether the flag would consume a value, so the message names the right thing.
+_UNSUPPORTED: dict[str, str] = {
+    "ms": "int", "https_port": "int", "sl": "str", "signal": "str",
+    "client_advertise": "str", "ports_file_dir": "str", "logtime_utc": "bool",
+    "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
+    "log_size_limit": "str", "max_traced_msg_len": "int", "tls": "bool", "tlscert": "str",
+    "tlskey": "str", "tlsverify": "bool", "tlscacert": "str", "routes": "str",
+    "cluster": "str", "cluster_name": "str", "no_advertise": "bool",
+    "cluster_advertise": "str", "connect_retries": "int", "cluster_listen": "str",
+    "profile": "int", "help_tls": "bool",
+}
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def parse_args(argv: list[str]) -> dict[str, Any]:
+    """Parse nats-server flags the way Go's ``flag`` package does.
+
+    Returns only the flags given (destination -> value), so a config file's settings survive
+    unless a flag overrides them. Raises :class:`UsageError` with Go's message on bad input.
+    """
+    args = list(argv)
+    given: dict[str, Any] = {}
+    while args:
+        s = args[0]
+        if len(s) < 2 or s[0] != "-":
+            break
+        minuses = 1
+        if s[1] == "-":
+            minuses = 2
+            if len(s) == 2:  # "--" ends the flags
+                args.pop(0)
+                break
+        name = s[minuses:]
+        if not name or name[0] in "-=":
+            raise UsageError(f"bad flag syntax: {s}")
+        args.pop(0)
+        has_value = "=" in name
+        value = ""
+        if has_value:
+            name, value = name.split("=", 1)
+        if name in _UNSUPPORTED:
+            raise UsageError(f"flag -{name} is a nats-server option that {PROG} does not support")
+        if name not in _FLAGS:
+            raise UsageError(f"flag provided but not defined: -{name}")
+        dest, kind = _FLAGS[name]
+        if kind == "bool":
+            if has_value:
+                if value in _TRUE:
+                    flag_value = True
+                elif value in _FALSE:
+                    flag_value = False
+                else:
+                    raise UsageError(f'invalid boolean value "{value}" for -{name}: parse error')
+            else:
+                flag_value = True
+            if dest == "debug_trace":
+                given["debug"] = given["trace"] = flag_value
+            else:
+                given[dest] = flag_value
+            continue
+        if not has_value:
+            if not args:
+                raise UsageError(f"flag needs an argument: -{name}")
+            value = args.pop(0)
+        given[dest] = _convert(name, kind, value)
+    if args:
+        command = args[0]
+        if command == "version":
+            given["version"] = True
+        elif command == "help":
+            given["help"] = True
+        else:
+            raise UsageError(f'unrecognized command: "{command}"')
+    return given
+
+
+def _convert(name: str, kind: str, value: str) -> Any:
+    if kind == "int":
+        try:
+            return int(value, 0)
+        except ValueError:
+            raise UsageError(f'invalid value "{value}" for flag -{name}: parse error') from None
+    if kind == "size":
+        from minijs.confparse import ConfigError, parse_text
+
+        try:
+            node = parse_text(f"v: {value}").entries["v"].node
+        except ConfigError:
+            node = None
+        if node is None or node.kind != "int":
+            raise UsageError(f'invalid value "{value}" for flag -{name}: parse error')
+        return node.value
+    return value
+
+
+def build_config(given: dict[str, Any]) -> Any:
+    """nats-server's defaults, then the config file, then the flags given on the command line."""
+    from minijs.config import DEFAULT_PORT, RANDOM_PORT, ServerConfig
+
+    config = ServerConfig(host="0.0.0.0", port=DEFAULT_PORT)
+    path = given.get("config")
+    if path:
+        from minijs.confparse import load_config
+
+        config = load_config(path, config)
+    overrides: dict[str, Any] = {}
+    for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
+                 "token", "max_payload", "jetstream", "debug", "trace"):
+        if dest in given:
+            overrides[dest] = given[dest]
+    # As in nats-server, a port flag of 0 means "not given"; -1 (any negative) means random.
+    for dest, flag in (("port", "-p"), ("http_port", "-m")):
+        value = given.get(dest, 0)
+        if value > 65535:
+            raise UsageError(f'invalid value "{value}" for flag {flag}: port out of range')
+        if value:
+            overrides[dest] = RANDOM_PORT if value < 0 else value
+    if "server_name" in overrides and " " in overrides["server_name"]:
+        raise UsageError("server name cannot contain spaces")
+    return config.with_overrides(**overrides)
+
+
+def version_line() -> str:
+    from minijs.config import NATS_SERVER_VERSION
+
+    try:
+        from minijs import __version__ as version
+    except ImportError:  # pragma: no cover - a partial install
+        from importlib.metadata import version as _dist_version
+
+        version = _dist_version("minijs")
+    return f"{PROG}: v{version} (nats-server v{NATS_SERVER_VERSION} compatible)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until SIGTERM/SIGINT; return the process exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        given = parse_args(argv)
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        print(f"Run '{PROG} -h' for the list of flags.", file=sys.stderr)
+        return 1
+    if given.get("help"):
+        sys.stdout.write(USAGE)
+        return 0
+    if given.get("version"):
+        print(version_line())
+        return 0
+    from minijs.confparse import ConfigError
+
+    try:
+        config = build_config(given)
+    except (ConfigError, UsageError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    if given.get("check_config"):
+        path = given.get("config")
+        if not path:
+            print(f"{PROG}: must specify [-c, --config] option to check configuration file "
+                  "syntax", file=sys.stderr)
+            return 1
+        from minijs.confparse import config_digest
+
+        print(f"{PROG}: configuration file {path} is valid ({config_digest(path)})",
+              file=sys.stderr)
+        return 0
+    log_stream: TextIO | None = None
+    if config.log_file:
+        try:
+            log_stream = open(config.log_file, "a", encoding="utf-8")
+        except OSError as exc:
+            print(f"{PROG}: error opening log file {config.log_file}: {exc.strerror}",
+                  file=sys.stderr)
+            return 1
+    try:
+        return _run(config, log_stream)
+    finally:
+        if log_stream is not None:
+            log_stream.close()
+
+
+def _run(config: Any, log_stream: TextIO | None) -> int:
+    import asyncio
+
+    from minijs.log import Logger
+
+    logger = Logger(log_stream, debug=config.debug, trace=config.trace)
+    try:
+        return asyncio.run(_serve(config, logger))
+    except KeyboardInterrupt:  # a SIGINT before the handlers were installed
+        return 130
+
+
+async def _serve(config: Any, logger: Any) -> int:
+    """Start, write the pid file, wait for SIGTERM/SIGINT, stop gracefully."""
+    import asyncio
+    import signal
+
+    from minijs.server import Server
+
+    server = Server(config, logger=logger)
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    main_task = asyncio.current_task()
+
+    def on_signal(name: str) -> None:
+        logger.info(f'Trapped "{name}" signal')
+        if stop_requested.is_set():  # a second signal: stop waiting for a graceful shutdown
+            assert main_task is not None
+            main_task.cancel()
+        stop_requested.set()
+
+    installed: list[int] = []
+    for signum, name in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupt")):
+        try:
+            loop.add_signal_handler(signum, on_signal, name)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+            pass
+    try:
+        if config.pid_file:  # before "Server is ready", as nats-server does
+            try:
+                _write_pid_file(config.pid_file)
+            except OSError as exc:
+                logger.fatal(f"Could not write pidfile: {exc}")
+                return 1
+        try:
+            await server.start()
+        except OSError as exc:
+            logger.fatal(_start_error(config, exc))
+            return 1
+        await stop_requested.wait()
+        await server.stop()  # logs "Initiating Shutdown..." and "Server Exiting.."
+        return 0
+    except asyncio.CancelledError:
+        return 1
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+def _start_error(config: Any, exc: OSError) -> str:
+    """nats-server's fatal line for a port it cannot bind."""
+    from minijs.monitor import MonitorError
+
+    if isinstance(exc, MonitorError):
+        return str(exc)
+    reason = exc.strerror or str(exc)
+    if "): " in reason:  # asyncio: "error while attempting to bind on address (...): why"
+        reason = reason.rsplit("): ", 1)[1]
+    host = config.host
+    port = config.port if config.port > 0 else 0
+    hp = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f'Error listening on port: {hp}, "listen tcp {hp}: bind: {reason}"'
+
+
+def _write_pid_file(path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(str(os.getpid()))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

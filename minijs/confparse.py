@@ -1,0 +1,697 @@
+"""nats-server configuration files: the subset people write for tests, mapped to ServerConfig.
+
+The syntax follows nats-server's ``conf`` package: ``key: value``, ``key = value`` or
+``key value``; ``#`` and ``//`` comments; quoted (``"..."`` with escapes, ``'...'`` raw) and
+bare strings; integers with size suffixes (``1k`` = 1000, ``1kb``/``1ki``/``1kib`` = 1024, and so
+on up to ``e``), floats, booleans (``true/false/yes/no/on/off``), ``{ }`` maps, ``[ ]`` arrays,
+``( )`` block strings and ``$VAR`` references (an earlier key in scope, else the environment).
+
+Every key is checked: a key minijs does not know, or knows but does not implement, is a
+:class:`ConfigError` naming the file, line, column and key, because a silently ignored setting
+makes a test pass for the wrong reason.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from minijs.config import DEFAULT_PORT, RANDOM_PORT, ServerConfig
+
+__all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
+
+
+class ConfigError(ValueError):
+    """A config file nats-server would reject, or a setting minijs does not implement.
+
+    ``str()`` reads ``path:line:col: message``, the way nats-server reports config errors.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 col: int | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.col = col
+        where = ""
+        if path is not None or line is not None:
+            where = f"{path or '<config>'}:{line or 0}:{col or 0}: "
+        super().__init__(where + message)
+
+
+# ----------------------------------------------------------------------------- syntax tree
+
+
+@dataclass
+class Node:
+    """A parsed value with where it came from (for error messages)."""
+
+    value: Any  # str, int, float, bool, list[Node], or dict[str, Entry] (a map)
+    line: int
+    col: int
+    kind: str  # "string", "int", "float", "bool", "array", "map"
+
+
+@dataclass
+class Entry:
+    """One ``key: value`` in a map; ``used`` marks a key consumed as a ``$variable``."""
+
+    key: str
+    line: int
+    col: int
+    node: Node
+    used: bool = False
+
+
+@dataclass
+class MapNode:
+    entries: dict[str, Entry] = field(default_factory=dict)  # insertion (file) order
+
+
+_SIZE_SUFFIXES = {
+    "k": 1000, "kb": 1 << 10, "ki": 1 << 10, "kib": 1 << 10,
+    "m": 1000 ** 2, "mb": 1 << 20, "mi": 1 << 20, "mib": 1 << 20,
+    "g": 1000 ** 3, "gb": 1 << 30, "gi": 1 << 30, "gib": 1 << 30,
+    "t": 1000 ** 4, "tb": 1 << 40, "ti": 1 << 40, "tib": 1 << 40,
+    "p": 1000 ** 5, "pb": 1 << 50, "pi": 1 << 50, "pib": 1 << 50,
+    "e": 1000 ** 6, "eb": 1 << 60, "ei": 1 << 60, "eib": 1 << 60,
+}
+_INT_RE = re.compile(r"-?[0-9]+([A-Za-z]{0,3})\Z")
+_FLOAT_RE = re.compile(r"-?[0-9]+\.[0-9]+\Z")
+_BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+_BARE_END = set("\n\r;,]} \t")
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", '"': '"', "\\": "\\"}
+
+
+class _Parser:
+    """A recursive-descent reader of nats-server's config syntax."""
+
+    def __init__(self, text: str, path: str | None) -> None:
+        self.text = text
+        self.path = path
+        self.pos = 0
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.scopes: list[MapNode] = []
+
+    # -- positions and errors
+
+    def where(self, pos: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._line_starts, pos)
+        return line, pos - self._line_starts[line - 1] + 1
+
+    def error(self, message: str, pos: int | None = None) -> ConfigError:
+        line, col = self.where(self.pos if pos is None else pos)
+        return ConfigError(f"parse error: {message}", self.path, line, col)
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    # -- skipping
+
+    def skip_blanks(self) -> None:
+        """Spaces and tabs only: a new line ends a value."""
+        text, pos = self.text, self.pos
+        while pos < len(text) and text[pos] in " \t":
+            pos += 1
+        self.pos = pos
+
+    def skip_comment(self) -> bool:
+        if self.text.startswith("#", self.pos) or self.text.startswith("//", self.pos):
+            end = self.text.find("\n", self.pos)
+            self.pos = len(self.text) if end < 0 else end
+            return True
+        return False
+
+    def skip_all(self) -> None:
+        """Whitespace, new lines and comments (between entries)."""
+        while True:
+            while self.pos < len(self.text) and self.text[self.pos].isspace():
+                self.pos += 1
+            if not self.skip_comment():
+                return
+
+    # -- structure
+
+    def parse_document(self) -> MapNode:
+        top = MapNode()
+        self.scopes.append(top)
+        self.skip_all()
+        if self.peek() == "{":  # nats-server tolerates a brace around the whole file
+            self.pos += 1
+        while True:
+            self.skip_all()
+            ch = self.peek()
+            if ch == "":
+                break
+            if ch == "}":
+                self.pos += 1
+                continue
+            self.parse_entry(top)
+            self.end_of_value("top-level value", "\n;,}")
+        self.scopes.pop()
+        return top
+
+    def end_of_value(self, what: str, terminators: str) -> str:
+        """After a value: blanks and a comment, then a terminator (or EOF); returns it."""
+        self.skip_blanks()
+        if self.skip_comment():
+            return "\n"
+        ch = self.peek()
+        if ch == "":
+            return ""
+        if ch in "\r\n":
+            self.pos += 1
+            return "\n"
+        if ch in terminators:
+            if ch not in "}]":
+                self.pos += 1
+            return ch
+        others = ", ".join(repr(t) for t in terminators if t != "\n")
+        raise self.error(f"expected {what} to end with a new line, a comment or one of "
+                         f"{others}, but got {ch!r}")
+
+    def parse_key(self) -> tuple[str, int]:
+        start = self.pos
+        ch = self.peek()
+        if ch in ('"', "'"):
+            end = self.text.find(ch, self.pos + 1)
+            if end < 0:
+                raise self.error("unterminated quoted key")
+            self.pos = end + 1
+            return self.text[start + 1:end], start
+        if ch in ":=":
+            raise self.error(f"unexpected key separator {ch!r}")
+        text, pos = self.text, self.pos
+        while pos < len(text) and not text[pos].isspace() and text[pos] not in ":=":
+            pos += 1
+        self.pos = pos
+        key = text[start:pos]
+        if not key:
+            raise self.error("expected a key")
+        return key, start
+
+    def parse_entry(self, target: MapNode) -> None:
+        key, kpos = self.parse_key()
+        line, col = self.where(kpos)
+        if key.lower() == "include" and self.peek() in " \t":
+            raise ConfigError("include is not supported by minijs", self.path, line, col)
+        # nats-server allows any whitespace (even new lines) between a key and its separator.
+        while self.peek() and self.peek().isspace():
+            self.pos += 1
+        if self.peek() in (":", "="):
+            self.pos += 1
+            self.skip_blanks()
+            if self.peek() in ("\n", "\r", ""):
+                raise self.error(f"expected a value for {key!r} but found a new line")
+        node = self.parse_value()
+        target.entries[key] = Entry(key, line, col, node)
+
+    def parse_value(self) -> Node:
+        start = self.pos
+        line, col = self.where(start)
+        ch = self.peek()
+        if ch == "{":
+            self.pos += 1
+            return Node(self.parse_map(), line, col, "map")
+        if ch == "[":
+            self.pos += 1
+            return Node(self.parse_array(), line, col, "array")
+        if ch == '"':
+            return Node(self.parse_dq_string(), line, col, "string")
+        if ch == "'":
+            end = self.text.find("'", start + 1)
+            if end < 0:
+                raise self.error("unterminated string")
+            self.pos = end + 1
+            return Node(self.text[start + 1:end], line, col, "string")
+        if ch == "(":
+            return Node(self.parse_block(), line, col, "string")
+        if ch in ("", "\n", "\r"):
+            raise self.error("expected a value but found a new line")
+        return self.parse_bare(line, col)
+
+    def parse_map(self) -> MapNode:
+        node = MapNode()
+        self.scopes.append(node)
+        while True:
+            self.skip_all()
+            ch = self.peek()
+            if ch == "":
+                raise self.error("unexpected end of file inside a map (missing '}')")
+            if ch == "}":
+                self.pos += 1
+                break
+            if ch == ",":
+                raise self.error("unexpected map value terminator ','")
+            self.parse_entry(node)
+            if self.end_of_value("map value", "\n;,}") == "":
+                raise self.error("unexpected end of file inside a map (missing '}')")
+        self.scopes.pop()
+        return node
+
+    def parse_array(self) -> list[Node]:
+        items: list[Node] = []
+        while True:
+            self.skip_all()
+            ch = self.peek()
+            if ch == "":
+                raise self.error("unexpected end of file inside an array (missing ']')")
+            if ch == "]":
+                self.pos += 1
+                return items
+            if ch == ",":
+                raise self.error("unexpected array value terminator ','")
+            items.append(self.parse_value())
+            if self.end_of_value("array value", "\n,]") == "":
+                raise self.error("unexpected end of file inside an array (missing ']')")
+
+    def parse_dq_string(self) -> str:
+        self.pos += 1
+        out: list[str] = []
+        text = self.text
+        while True:
+            if self.pos >= len(text):
+                raise self.error("unterminated string")
+            ch = text[self.pos]
+            if ch == '"':
+                self.pos += 1
+                return "".join(out)
+            if ch == "\\":
+                esc = text[self.pos + 1:self.pos + 2]
+                if esc == "x":
+                    digits = text[self.pos + 2:self.pos + 4]
+                    try:
+                        out.append(bytes.fromhex(digits).decode("latin-1"))
+                    except ValueError:
+                        raise self.error(f"expected two hexadecimal digits after '\\x', "
+                                         f"but got {digits!r}") from None
+                    self.pos += 4
+                    continue
+                if esc not in _ESCAPES:
+                    raise self.error(f"invalid escape character {esc!r}; only \\xXX, \\t, "
+                                     "\\n, \\r, \\\", \\\\ are allowed")
+                out.append(_ESCAPES[esc])
+                self.pos += 2
+                continue
+            out.append(ch)
+            self.pos += 1
+
+    def parse_block(self) -> str:
+        """``( ... )``: raw text up to a ``)`` alone on its own line."""
+        match = re.compile(r"\n\)[ \t]*(?=\n|\Z)").search(self.text, self.pos)
+        if match is None:
+            raise self.error("unterminated block string (needs ')' alone on a line)")
+        body = self.text[self.pos + 1:match.start()]
+        self.pos = match.end()
+        return body
+
+    def parse_bare(self, line: int, col: int) -> Node:
+        text, start = self.text, self.pos
+        pos = start
+        while pos < len(text) and text[pos] not in _BARE_END:
+            pos += 1
+        self.pos = pos
+        word = text[start:pos]
+        lower = word.lower()
+        if lower in _BOOLS:
+            return Node(_BOOLS[lower], line, col, "bool")
+        if word.startswith("$"):
+            return self.lookup_variable(word[1:], line, col)
+        if word[:1].isdigit() or (word[:1] == "-" and word[1:2].isdigit()):
+            match = _INT_RE.match(word)
+            if match:
+                suffix = match.group(1).lower()
+                digits = word[:len(word) - len(suffix)] if suffix else word
+                if not suffix:
+                    return Node(int(digits), line, col, "int")
+                if suffix in _SIZE_SUFFIXES:
+                    return Node(int(digits) * _SIZE_SUFFIXES[suffix], line, col, "int")
+            elif _FLOAT_RE.match(word):
+                return Node(float(word), line, col, "float")
+        return Node(word, line, col, "string")
+
+    def lookup_variable(self, name: str, line: int, col: int) -> Node:
+        for scope in reversed(self.scopes):
+            entry = scope.entries.get(name)
+            if entry is not None:
+                entry.used = True
+                return replace(entry.node, line=line, col=col)
+        if name in os.environ:
+            sub = _Parser(f"pk={os.environ[name]}", self.path)
+            try:
+                env_node = sub.parse_document().entries["pk"].node
+            except ConfigError:
+                env_node = Node(os.environ[name], line, col, "string")
+            return replace(env_node, line=line, col=col)
+        raise ConfigError(f"variable reference for {name!r} on line {line} can not be found",
+                          self.path, line, col)
+
+
+def parse_text(text: str, path: str | None = None) -> MapNode:
+    """Parse config text into a tree of :class:`MapNode`/:class:`Node` (keys keep their case)."""
+    return _Parser(text, path).parse_document()
+
+
+def to_python(node: Node | MapNode) -> Any:
+    """Plain Python values (dicts, lists, scalars) from a parsed tree."""
+    if isinstance(node, MapNode):
+        return {k: to_python(e.node) for k, e in node.entries.items()}
+    if node.kind == "map":
+        return to_python(node.value)
+    if node.kind == "array":
+        return [to_python(n) for n in node.value]
+    return node.value
+
+
+# ----------------------------------------------------------------------------- value checks
+
+
+def _describe(node: Node) -> str:
+    if node.kind in ("map", "array"):
+        return f"a {node.kind}"
+    return f"{node.kind} {node.value!r}"
+
+
+class _Mapper:
+    """Turns a parsed file into ServerConfig changes, checking every key and type."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.changes: dict[str, Any] = {}
+
+    def fail(self, where: Entry | Node, message: str) -> ConfigError:
+        return ConfigError(message, self.path, where.line, where.col)
+
+    def int_(self, e: Entry) -> int:
+        n = e.node
+        if n.kind != "int":
+            raise self.fail(n, f"{e.key}: expected an integer, got {_describe(n)}")
+        return n.value
+
+    def str_(self, e: Entry) -> str:
+        n = e.node
+        if n.kind != "string":
+            raise self.fail(n, f"{e.key}: expected a string, got {_describe(n)}")
+        return n.value
+
+    def name_(self, e: Entry) -> str:
+        """A string; nats-server also takes a bare number or boolean as its text here."""
+        n = e.node
+        if n.kind == "string":
+            return n.value
+        if n.kind in ("int", "float"):
+            return str(n.value)
+        raise self.fail(n, f"{e.key}: expected a string, got {_describe(n)}")
+
+    def bool_(self, e: Entry) -> bool:
+        n = e.node
+        if n.kind != "bool":
+            raise self.fail(n, f"{e.key}: expected a boolean, got {_describe(n)}")
+        return n.value
+
+    def seconds(self, e: Entry) -> float:
+        """A timeout in (possibly fractional) seconds, as nats-server's auth timeout."""
+        n = e.node
+        if n.kind in ("int", "float"):
+            return float(n.value)
+        raise self.fail(n, f"{e.key}: expected a number of seconds, got {_describe(n)}")
+
+    def duration(self, e: Entry) -> float:
+        """A Go duration string ("2m", "500ms", "1h30m") or, as nats-server allows, seconds."""
+        n = e.node
+        if n.kind == "int":
+            return float(n.value)
+        if n.kind == "string":
+            try:
+                return parse_duration(n.value)
+            except ValueError as exc:
+                raise self.fail(n, f"error parsing {e.key}: {exc}") from None
+        raise self.fail(n, f"{e.key}: expected a duration such as \"2m\" or \"500ms\", "
+                           f"got {_describe(n)}")
+
+    def storage_size(self, e: Entry) -> int:
+        """JetStream limits: an integer (size suffixes allowed) or a "10G" style string."""
+        n = e.node
+        if n.kind == "int":
+            return n.value
+        if n.kind == "string":
+            s = n.value
+            if s == "":
+                return 0
+            mult = {"K": 10, "M": 20, "G": 30, "T": 40}.get(s[-1:])
+            if mult is None or not re.fullmatch(r"-?[0-9]+", s[:-1]):
+                raise self.fail(n, f"{e.key}: sizes defined as strings must end in K, M, G, T "
+                                   f"(got {s!r})")
+            return int(s[:-1]) << mult
+        raise self.fail(n, f"{e.key}: expected a size, got {_describe(n)}")
+
+    def map_(self, e: Entry) -> MapNode:
+        if e.node.kind != "map":
+            raise self.fail(e.node, f"{e.key}: expected a map {{ ... }}, got {_describe(e.node)}")
+        return e.node.value
+
+    def unknown(self, e: Entry, context: str = "") -> ConfigError:
+        lowered = e.key.lower()
+        known = _UNSUPPORTED.get(context, set())
+        if lowered in known:
+            return self.fail(e, f'field "{e.key}"{" in " + context if context else ""} is a '
+                                
+                                "nats-server setting that minijs does not support")
+        return self.fail(e, f'unknown field "{e.key}"' + (f" in {context}" if context else ""))
+
+    # -- the mapping
+
+    def top(self, root: MapNode) -> None:
+        c = self.changes
+        for e in root.entries.values():
+            k = e.key.lower()
+            if k == "listen":
+                host, port = self.host_port(e)
+                if host:
+                    c["host"] = host
+                c["port"] = _client_port(self.port_range(e, port))
+            elif k in ("host", "net"):
+                c["host"] = self.str_(e)
+            elif k == "port":
+                c["port"] = _client_port(self.port_range(e, self.int_(e)))
+            elif k == "server_name":
+                name = self.name_(e)
+                if " " in name:
+                    raise self.fail(e, "server name cannot contain spaces")
+                c["server_name"] = name
+            elif k == "http":
+                host, port = self.host_port(e)
+                if host:
+                    c["http_host"] = host
+                c["http_port"] = _http_port(self.port_range(e, port))
+            elif k in ("http_port", "monitor_port"):
+                c["http_port"] = _http_port(self.port_range(e, self.int_(e)))
+            elif k in ("max_payload", "max_control_line", "max_pending"):
+                c[k] = self.int_(e)
+            elif k in ("max_connections", "max_conn"):
+                c["max_connections"] = self.int_(e)
+            elif k in ("max_subscriptions", "max_subs"):
+                c["max_subscriptions"] = self.int_(e)
+            elif k == "ping_max":
+                c["ping_max"] = self.int_(e)
+            elif k in ("ping_interval", "write_deadline"):
+                c[k] = self.duration(e)
+            elif k in ("authorization", "authentication"):
+                self.authorization(e)
+            elif k == "jetstream":
+                self.jetstream(e)
+            elif k in ("store_dir", "storedir"):
+                self.store_dir(e)
+            elif k == "debug":
+                c["debug"] = self.bool_(e)
+            elif k in ("trace", "trace_verbose"):
+                c["trace"] = self.bool_(e)
+            elif k in ("logtime", "logtime_utc"):
+                self.bool_(e)  # log lines always carry a local timestamp; accepted, no effect
+            elif k in ("logfile", "log_file"):
+                c["log_file"] = self.str_(e)
+            elif k in ("pidfile", "pid_file"):
+                c["pid_file"] = self.str_(e)
+            elif e.used:
+                continue  # a variable definition that a later value referenced
+            else:
+                raise self.unknown(e)
+
+    def host_port(self, e: Entry) -> tuple[str, int]:
+        n = e.node
+        if n.kind == "int":
+            return "", n.value
+        if n.kind == "string":
+            s = n.value
+            if s.startswith("["):
+                host, sep, port = s[1:].partition("]:")
+            else:
+                host, sep, port = s.rpartition(":")
+            if sep and re.fullmatch(r"-?[0-9]+", port):
+                return host, int(port)
+        raise self.fail(e, f"could not parse address string {_describe(n)}")
+
+    def port_range(self, e: Entry, port: int) -> int:
+        if port > 65535:
+            raise self.fail(e, f"{e.key}: port {port} is out of range")
+        return port
+
+    def authorization(self, e: Entry) -> None:
+        c = self.changes
+        for sub in self.map_(e).entries.values():
+            k = sub.key.lower()
+            if k in ("user", "username"):
+                c["user"] = self.name_(sub)
+            elif k in ("pass", "password"):
+                c["password"] = self.name_(sub)
+            elif k == "token":
+                c["token"] = self.name_(sub)
+            elif k == "timeout":
+                c["auth_timeout"] = self.seconds(sub)
+            elif not sub.used:
+                raise self.unknown(sub, "authorization")
+        if c.get("token") and c.get("user"):
+            raise self.fail(e, "can not have a token and a user/password in authorization")
+
+    def jetstream(self, e: Entry) -> None:
+        c = self.changes
+        n = e.node
+        if n.kind == "bool":
+            c["jetstream"] = n.value
+            return
+        if n.kind == "string":
+            word = n.value.lower()
+            if word in ("enabled", "enable"):
+                c["jetstream"] = True
+            elif word in ("disabled", "disable"):
+                c["jetstream"] = False
+            else:
+                raise self.fail(n, "expected 'enabled' or 'disabled' for jetstream, "
+                                   f"got {n.value!r}")
+            return
+        enable = True
+        for sub in self.map_(e).entries.values():
+            k = sub.key.lower()
+            if k in ("store", "store_dir", "storedir"):
+                self.store_dir(sub)
+            elif k in ("max_memory_store", "max_mem_store", "max_mem"):
+                c["max_memory_store"] = self.storage_size(sub)
+            elif k in ("max_file_store", "max_file"):
+                c["max_file_store"] = self.storage_size(sub)
+            elif k in ("enable", "enabled"):
+                enable = self.bool_(sub)
+            elif not sub.used:
+                raise self.unknown(sub, "jetstream")
+        c["jetstream"] = enable
+
+    def store_dir(self, e: Entry) -> None:
+        if "store_dir" in self.changes:
+            raise self.fail(e, "duplicate 'store_dir' configuration")
+        self.changes["store_dir"] = self.str_(e)
+
+
+def _client_port(port: int) -> int:
+    """nats-server reads port 0 as "the default" (4222) and -1 as "any free port"."""
+    if port == 0:
+        return DEFAULT_PORT
+    return RANDOM_PORT if port < 0 else port
+
+
+def _http_port(port: int) -> int | None:
+    """Monitoring port 0 means "no monitoring" in nats-server; -1 means any free port."""
+    if port == 0:
+        return None
+    return RANDOM_PORT if port < 0 else port
+
+
+_DURATION_RE = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+          "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go's ``time.ParseDuration`` ("1h30m", "500ms", "1.5s"), in seconds."""
+    s = text
+    sign = 1.0
+    if s[:1] in ("-", "+"):
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f'time: invalid duration "{text}"')
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        match = _DURATION_RE.match(s, pos)
+        if match is None or match.group(1) in ("", "."):
+            if re.fullmatch(r"[0-9.]+", s[pos:]):
+                raise ValueError(f'time: missing unit in duration "{text}"')
+            raise ValueError(f'time: invalid duration "{text}"')
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    return sign * total
+
+
+#: nats-server settings minijs knows of but does not implement, per block: a clear error
+#: ("not supported") rather than "unknown field", and never a silent no-op.
+_UNSUPPORTED: dict[str, set[str]] = {
+    "": {
+        "tls", "cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt", "accounts",
+        "system_account", "system", "no_system_account", "no_sys_acc", "operator", "operators",
+        "trusted", "trusted_keys", "resolver", "resolver_preload", "resolver_tls",
+        "resolver_pinned_accounts", "no_auth_user", "https", "https_port", "http_base_path",
+        "syslog", "remote_syslog", "prof_port", "ports_file_dir", "lame_duck_duration",
+        "lame_duck_grace_period", "client_advertise", "max_traced_msg_len",
+        "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
+        "reconnect_error_reports", "server_tags", "default_js_domain", "logfile_size_limit",
+        "log_size_limit", "logfile_max_num", "log_max_files", "max_closed_clients", "ocsp",
+        "ocsp_cache", "allow_non_tls", "max_subscription_tokens", "mappings",
+        "subject_mappings", "no_header_support", "disable_short_first_ping", "proxies",
+        "write_timeout", "nkeys", "users", "tls_timeout", "jetstream_max_memory",
+        "jetstream_max_storage", "max_outstanding_catchup", "system_account_name",
+        "authorization_callout",
+    },
+    "authorization": {"users", "permissions", "default_permissions", "nkeys", "auth_callout",
+                      "accounts"},
+    "jetstream": {"domain", "key", "ek", "encryption_key", "prev_key", "prev_ek",
+                  "prev_encryption_key", "cipher", "extension_hint", "limits", "unique_tag",
+                  "max_outstanding_catchup", "max_catchup", "max_buffered_msgs",
+                  "max_buffered_size", "request_queue_limit", "sync", "sync_interval",
+                  "strict", "tpm", "compress_ok", "max_ack_pending", "max_request_batch",
+                  "max_ha_assets", "duplicate_window", "meta_compact", "meta_compact_size",
+                  "meta_compact_sync"},
+}
+
+
+def parse_config(text: str, base: ServerConfig | None = None, *, path: str | None = None
+                 ) -> ServerConfig:
+    """Apply config-file text to ``base`` (default: a fresh ServerConfig) and return the copy."""
+    base = base or ServerConfig()
+    mapper = _Mapper(path)
+    mapper.top(parse_text(text, path))
+    return base.with_overrides(**mapper.changes)
+
+
+def load_config(path: str | os.PathLike[str], base: ServerConfig | None = None) -> ServerConfig:
+    """Read a nats-server config file; settings in it override ``base``.
+
+    Port values keep nats-server's meaning: ``0`` is the default (4222, or no monitoring for
+    ``http_port``) and ``-1`` is any free port.
+    """
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ConfigError(f"error opening config file: {exc.strerror or exc}: {path}") from None
+    return parse_config(text, base, path=path)
+
+
+def config_digest(path: str | os.PathLike[str]) -> str:
+    """``sha256:<hex>`` of a file, as nats-server prints for ``-t``."""
+    with open(path, "rb") as f:
+        return "sha256:" + hashlib.sha256(f.read()).hexdigest()
