@@ -1,0 +1,1187 @@
+"""StreamConfig: strict decoding, defaulting, validation, update rules and JSON form.
+
+Behaviour follows nats-server v2.15.1 (``checkStreamCfg``, ``configUpdateCheck``,
+``jsStreamCreateRequest``/``jsStreamUpdateRequest``, ``setStaticStreamMetadata``), with every
+text verified against the real binary where reachable on a single server (see
+``tests/test_js_configs.py``; reference: ``/work/shared/reference/jetstream-api.md`` §3, §7).
+
+How the API layer is expected to use this module::
+
+    # STREAM.CREATE.<S>
+    cfg, pedantic = parse_stream_config(body)              # 400/10025
+    if cfg.name != S: raise errors.stream_mismatch()      # 400/10056
+    cfg = validate_and_default(cfg, create=True, pedantic=pedantic)
+    #   → 10128 path separators, sealed / mirror_direct on create, all 10052 validation,
+    #     10074 replicas > 1, unsupported options; sets metadata "_nats.req.level"
+    if S exists: same_config(cfg, existing.config) ? return existing : raise stream_name_exist()
+
+    # STREAM.UPDATE.<S>
+    cfg, pedantic = parse_stream_config(body)
+    cfg = validate_and_default(cfg, create=False, pedantic=pedantic)   # validation first!
+    if cfg.name != S: raise errors.stream_mismatch()
+    old = lookup(S) or raise errors.stream_not_found()
+    cfg = check_update(old, cfg, pedantic=pedantic)       # immutables, 10074, sealing
+    check_consumer_limits(old, cfg, consumers)            # 500/10069
+    # then subject overlap with other streams → 10065
+
+Config values: durations and ``first_seq`` are ints (ns), enums are their JSON strings
+(``retention`` ``"limits"|"interest"|"workqueue"``, ``discard`` ``"old"|"new"``, ``storage``
+``"file"|"memory"``, ``compression`` ``"none"|"s2"``, ``persist_mode`` ``"default"|"async"``).
+Nested Go structs are plain dicts with all their keys present (see :data:`PLACEMENT_FIELDS`
+etc.); ``None`` is a Go nil pointer/slice/map.
+
+Pure module: no I/O, stdlib only.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from minijs.core import subjects as _subj
+from minijs.jetstream import errors as E
+from minijs.jetstream import jsonfmt as J
+
+__all__ = [
+    "StreamConfig",
+    "SERVER_VERSION",
+    "API_LEVEL",
+    "REQ_LEVEL_KEY",
+    "VERSION_KEY",
+    "LEVEL_KEY",
+    "MAX_NAME_LEN",
+    "MAX_DESCRIPTION_LEN",
+    "MAX_METADATA_LEN",
+    "MAX_REPLICAS",
+    "DEFAULT_DUPLICATE_WINDOW",
+    "UNSUPPORTED_FIELDS",
+    "STREAM_CONFIG_REQUEST_TYPE",
+    "STREAM_CONFIG_TYPE",
+    "parse_stream_config",
+    "stream_config_from_dict",
+    "validate_and_default",
+    "check_unsupported",
+    "required_api_level",
+    "set_static_metadata",
+    "same_config",
+    "check_update",
+    "check_consumer_limits",
+    "to_json_dict",
+    "validate_mapping",
+    "is_valid_asset_name",
+]
+
+SERVER_VERSION = "2.15.1"
+API_LEVEL = 5
+REQ_LEVEL_KEY = "_nats.req.level"
+VERSION_KEY = "_nats.ver"
+LEVEL_KEY = "_nats.level"
+
+MAX_NAME_LEN = 255
+MAX_DESCRIPTION_LEN = 4 * 1024
+MAX_METADATA_LEN = 128 * 1024
+MAX_REPLICAS = 5
+DEFAULT_DUPLICATE_WINDOW = 2 * 60 * 1_000_000_000
+_MS100 = 100_000_000
+_SECOND = 1_000_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# Go types of the request (for the strict decoder)
+# --------------------------------------------------------------------------------------------
+
+
+def _exact_enum(go_name: str, values: dict[bytes, str], zero: str) -> J.Custom:
+    """``UnmarshalJSON`` comparing the raw JSON bytes (escapes and case matter)."""
+
+    def unmarshal(raw: bytes, node: tuple) -> str:
+        v = values.get(raw)
+        if v is None:
+            raise J.JSONError("can not unmarshal " + J.go_quote(raw))
+        return v
+
+    return J.Custom(go_name, unmarshal, zero)
+
+
+def _discard_unmarshal(raw: bytes, node: tuple) -> str:
+    low = raw.decode("utf-8", "replace").lower()  # strings.ToLower(string(data))
+    if low == '"old"':
+        return "old"
+    if low == '"new"':
+        return "new"
+    raise J.JSONError("can not unmarshal " + J.go_quote(raw))
+
+
+def _compression_unmarshal(raw: bytes, node: tuple) -> str:
+    # json.Unmarshal(b, &str), then a switch on the string.
+    if node[0] == "s":
+        s = node[1]
+    elif node[0] == "z":
+        s = ""
+    else:
+        kind = {"o": "object", "a": "array", "n": "number", "t": "bool", "f": "bool"}[node[0]]
+        raise J.JSONError("json: cannot unmarshal %s into Go value of type string" % kind)
+    if s == "s2":
+        return "s2"
+    if s == "none":
+        return "none"
+    raise J.JSONError("unknown compression algorithm")
+
+
+RETENTION_TYPE = _exact_enum(
+    "server.RetentionPolicy",
+    {b'"limits"': "limits", b'"interest"': "interest", b'"workqueue"': "workqueue"},
+    "limits",
+)
+DISCARD_TYPE = J.Custom("server.DiscardPolicy", _discard_unmarshal, "old")
+STORAGE_TYPE = _exact_enum("server.StorageType", {b'"file"': "file", b'"memory"': "memory"}, "file")
+COMPRESSION_TYPE = J.Custom("server.StoreCompression", _compression_unmarshal, "none")
+PERSIST_MODE_TYPE = _exact_enum(
+    "server.PersistModeType", {b'"default"': "default", b'""': "default", b'"async"': "async"}, "default"
+)
+
+SUBJECT_TRANSFORM_TYPE = J.Struct("SubjectTransformConfig", {"src": J.STRING, "dest": J.STRING})
+PLACEMENT_TYPE = J.Struct(
+    "Placement", {"cluster": J.STRING, "tags": J.Slice(J.STRING), "preferred": J.STRING}
+)
+REPUBLISH_TYPE = J.Struct("RePublish", {"src": J.STRING, "dest": J.STRING, "headers_only": J.BOOL})
+CONSUMER_LIMITS_TYPE = J.Struct(
+    "StreamConsumerLimits", {"inactive_threshold": J.DURATION, "max_ack_pending": J.INT}
+)
+EXTERNAL_STREAM_TYPE = J.Struct("ExternalStream", {"api": J.STRING, "deliver": J.STRING})
+STREAM_CONSUMER_SOURCE_TYPE = J.Struct(
+    "StreamConsumerSource", {"name": J.STRING, "deliver_subject": J.STRING}
+)
+STREAM_SOURCE_TYPE = J.Struct(
+    "StreamSource",
+    {
+        "name": J.STRING,
+        "opt_start_seq": J.UINT64,
+        "opt_start_time": J.Ptr(J.TIME),
+        "filter_subject": J.STRING,
+        "subject_transforms": J.Slice(SUBJECT_TRANSFORM_TYPE),
+        "external": J.Ptr(EXTERNAL_STREAM_TYPE),
+        "consumer": J.Ptr(STREAM_CONSUMER_SOURCE_TYPE),
+    },
+)
+
+_STREAM_CONFIG_FIELDS: dict[str, J.T] = {
+    "name": J.STRING,
+    "description": J.STRING,
+    "subjects": J.Slice(J.STRING),
+    "retention": RETENTION_TYPE,
+    "max_consumers": J.INT,
+    "max_msgs": J.INT64,
+    "max_bytes": J.INT64,
+    "max_age": J.DURATION,
+    "max_msgs_per_subject": J.INT64,
+    "max_msg_size": J.INT32,
+    "discard": DISCARD_TYPE,
+    "storage": STORAGE_TYPE,
+    "num_replicas": J.INT,
+    "no_ack": J.BOOL,
+    "duplicate_window": J.DURATION,
+    "placement": J.Ptr(PLACEMENT_TYPE),
+    "mirror": J.Ptr(STREAM_SOURCE_TYPE),
+    "sources": J.Slice(J.Ptr(STREAM_SOURCE_TYPE)),
+    "compression": COMPRESSION_TYPE,
+    "first_seq": J.UINT64,
+    "subject_transform": J.Ptr(SUBJECT_TRANSFORM_TYPE),
+    "republish": J.Ptr(REPUBLISH_TYPE),
+    "allow_direct": J.BOOL,
+    "mirror_direct": J.BOOL,
+    "discard_new_per_subject": J.BOOL,
+    "sealed": J.BOOL,
+    "deny_delete": J.BOOL,
+    "deny_purge": J.BOOL,
+    "allow_rollup_hdrs": J.BOOL,
+    "consumer_limits": CONSUMER_LIMITS_TYPE,
+    "allow_msg_ttl": J.BOOL,
+    "subject_delete_marker_ttl": J.DURATION,
+    "allow_msg_counter": J.BOOL,
+    "allow_atomic": J.BOOL,
+    "allow_msg_schedules": J.BOOL,
+    "persist_mode": PERSIST_MODE_TYPE,
+    "allow_batched": J.BOOL,
+    "metadata": J.Map(J.STRING),
+}
+
+STREAM_CONFIG_TYPE = J.Struct("StreamConfig", _STREAM_CONFIG_FIELDS)
+"""``server.StreamConfig`` (e.g. the ``config`` of a restore request)."""
+
+STREAM_CONFIG_REQUEST_TYPE = J.Struct(
+    "StreamConfigRequest", {**_STREAM_CONFIG_FIELDS, "pedantic": J.BOOL}
+)
+"""``server.StreamConfigRequest`` = StreamConfig + request-scoped ``pedantic``."""
+
+
+# --------------------------------------------------------------------------------------------
+# The dataclass
+# --------------------------------------------------------------------------------------------
+
+PLACEMENT_FIELDS = ("cluster", "tags", "preferred")
+SUBJECT_TRANSFORM_FIELDS = ("src", "dest")
+REPUBLISH_FIELDS = ("src", "dest", "headers_only")
+CONSUMER_LIMITS_FIELDS = ("inactive_threshold", "max_ack_pending")
+STREAM_SOURCE_FIELDS = (
+    "name",
+    "opt_start_seq",
+    "opt_start_time",
+    "filter_subject",
+    "subject_transforms",
+    "external",
+    "consumer",
+)
+
+
+@dataclass
+class StreamConfig:
+    """Every field nats-server 2.15.1 accepts in a StreamConfig, in Go struct (= JSON) order.
+
+    Defaults are Go zero values (what an omitted field decodes to), not the server defaults:
+    :func:`validate_and_default` turns e.g. ``max_msgs=0`` into ``-1``.
+    """
+
+    name: str = ""
+    description: str = ""
+    subjects: list[str] | None = None
+    retention: str = "limits"
+    max_consumers: int = 0
+    max_msgs: int = 0
+    max_bytes: int = 0
+    max_age: int = 0
+    max_msgs_per_subject: int = 0
+    max_msg_size: int = 0
+    discard: str = "old"
+    storage: str = "file"
+    num_replicas: int = 0
+    no_ack: bool = False
+    duplicate_window: int = 0
+    placement: dict | None = None
+    mirror: dict | None = None
+    sources: list | None = None
+    compression: str = "none"
+    first_seq: int = 0
+    subject_transform: dict | None = None
+    republish: dict | None = None
+    allow_direct: bool = False
+    mirror_direct: bool = False
+    discard_new_per_subject: bool = False
+    sealed: bool = False
+    deny_delete: bool = False
+    deny_purge: bool = False
+    allow_rollup_hdrs: bool = False
+    consumer_limits: dict = field(default_factory=lambda: {"inactive_threshold": 0, "max_ack_pending": 0})
+    allow_msg_ttl: bool = False
+    subject_delete_marker_ttl: int = 0
+    allow_msg_counter: bool = False
+    allow_atomic: bool = False
+    allow_msg_schedules: bool = False
+    persist_mode: str = "default"
+    allow_batched: bool = False
+    metadata: dict[str, str] | None = None
+
+    def copy(self) -> "StreamConfig":
+        return copy.deepcopy(self)
+
+
+_CONFIG_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(StreamConfig))
+
+
+def _norm_struct(d: dict | None, names: tuple[str, ...], zeros: dict[str, Any]) -> dict:
+    d = d or {}
+    return {k: d.get(k, zeros.get(k)) for k in names}
+
+
+_ZERO_PLACEMENT = {"cluster": "", "tags": None, "preferred": ""}
+_ZERO_TRANSFORM = {"src": "", "dest": ""}
+_ZERO_REPUBLISH = {"src": "", "dest": "", "headers_only": False}
+_ZERO_LIMITS = {"inactive_threshold": 0, "max_ack_pending": 0}
+_ZERO_SOURCE = {
+    "name": "",
+    "opt_start_seq": 0,
+    "opt_start_time": None,
+    "filter_subject": "",
+    "subject_transforms": None,
+    "external": None,
+    "consumer": None,
+}
+
+
+def _norm_source(src: dict | None) -> dict | None:
+    if src is None:
+        return None
+    out = _norm_struct(src, STREAM_SOURCE_FIELDS, _ZERO_SOURCE)
+    if out["subject_transforms"] is not None:
+        out["subject_transforms"] = [
+            _norm_struct(t, SUBJECT_TRANSFORM_FIELDS, _ZERO_TRANSFORM) for t in out["subject_transforms"]
+        ]
+    if out["external"] is not None:
+        out["external"] = _norm_struct(out["external"], ("api", "deliver"), {"api": "", "deliver": ""})
+    if out["consumer"] is not None:
+        out["consumer"] = _norm_struct(
+            out["consumer"], ("name", "deliver_subject"), {"name": "", "deliver_subject": ""}
+        )
+    return out
+
+
+def stream_config_from_dict(d: dict) -> StreamConfig:
+    """Build a :class:`StreamConfig` from a decoded dict (JSON names; unknown keys ignored).
+    Nested structs are normalised to dicts with all their keys."""
+    kw = {k: d[k] for k in _CONFIG_FIELD_NAMES if k in d}
+    cfg = StreamConfig(**kw)
+    if cfg.placement is not None:
+        cfg.placement = _norm_struct(cfg.placement, PLACEMENT_FIELDS, _ZERO_PLACEMENT)
+    if cfg.subject_transform is not None:
+        cfg.subject_transform = _norm_struct(cfg.subject_transform, SUBJECT_TRANSFORM_FIELDS, _ZERO_TRANSFORM)
+    if cfg.republish is not None:
+        cfg.republish = _norm_struct(cfg.republish, REPUBLISH_FIELDS, _ZERO_REPUBLISH)
+    cfg.consumer_limits = _norm_struct(cfg.consumer_limits, CONSUMER_LIMITS_FIELDS, _ZERO_LIMITS)
+    cfg.mirror = _norm_source(cfg.mirror)
+    if cfg.sources is not None:
+        cfg.sources = [_norm_source(s) for s in cfg.sources]
+    if cfg.subjects is not None:
+        cfg.subjects = list(cfg.subjects)
+    if cfg.metadata is not None:
+        cfg.metadata = dict(cfg.metadata)
+    return cfg
+
+
+def parse_stream_config(payload: bytes) -> tuple[StreamConfig, bool]:
+    """Strictly decode a STREAM.CREATE/UPDATE body (``StreamConfigRequest``).
+
+    Returns ``(config, pedantic)``. An empty or whitespace-only body (or ``null``/``{}``)
+    yields an all-zero config (whose empty name then fails the 10056 name check). Raises
+    ``ApiError`` 400/10025 with Go's decoder text.
+    """
+    d = J.decode_strict(payload, STREAM_CONFIG_REQUEST_TYPE)
+    return stream_config_from_dict(d), bool(d.get("pedantic", False))
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata
+# --------------------------------------------------------------------------------------------
+
+
+def required_api_level(cfg: StreamConfig) -> int:
+    """The ``_nats.req.level`` nats-server computes (``setStaticStreamMetadata``):
+    1 for per-message TTLs / subject delete markers, 2 for counters, atomic batches, message
+    schedules and async persistence, 4 for fast batch publishing, else 0."""
+    level = 0
+    if cfg.allow_msg_ttl or cfg.subject_delete_marker_ttl > 0:
+        level = max(level, 1)
+    if cfg.allow_msg_counter or cfg.allow_atomic or cfg.allow_msg_schedules or cfg.persist_mode == "async":
+        level = max(level, 2)
+    if cfg.allow_batched:
+        level = max(level, 4)
+    return level
+
+
+def set_static_metadata(cfg: StreamConfig) -> StreamConfig:
+    """In place: drop the dynamic keys (``_nats.ver``, ``_nats.level``) a client may echo back
+    and set ``_nats.req.level``. Returns ``cfg``."""
+    md = dict(cfg.metadata) if cfg.metadata is not None else {}
+    md.pop(VERSION_KEY, None)
+    md.pop(LEVEL_KEY, None)
+    md[REQ_LEVEL_KEY] = str(required_api_level(cfg))
+    cfg.metadata = md
+    return cfg
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers
+# --------------------------------------------------------------------------------------------
+
+
+def is_valid_asset_name(name: str) -> bool:
+    """Stream/consumer name: non-empty, none of white space ``.`` ``*`` ``>`` ``\\`` ``/``."""
+    return bool(name) and not any(c in name for c in " \t\r\n\f.*>\\/")
+
+
+def _valid_subject(s: str) -> bool:
+    return _subj.is_valid_subject(s)
+
+
+def _collide(a: str, b: str) -> bool:
+    return a == b or _subj.subjects_overlap(a, b)
+
+
+def _subset(sub: str, sup: str) -> bool:
+    return _subj.is_subset(sub, sup)
+
+
+def _is_literal(s: str) -> bool:
+    # subjectIsLiteral: a '*' or '>' that forms a whole token
+    return not any(t in ("*", ">") for t in s.split("."))
+
+
+def _valid_publish_subject(s: str) -> bool:
+    return _valid_subject(s) and _is_literal(s)
+
+
+# ---- subject mapping destinations (server/subject_transform.go, sublist.go ValidateMapping) ----
+
+_MAP_ERR = "invalid mapping destination"
+_S = r"[\t\n\f\r ]*"
+
+
+_FN = {
+    "partition": re.compile(r"{{" + _S + r"[pP]artition" + _S + r"\((.*)\)" + _S + r"}}"),
+    "wildcard": re.compile(r"{{" + _S + r"[wW]ildcard" + _S + r"\((.*)\)" + _S + r"}}"),
+    "splitfromleft": re.compile(r"{{" + _S + r"[sS]plit[fF]rom[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
+    "splitfromright": re.compile(r"{{" + _S + r"[sS]plit[fF]rom[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
+    "slicefromleft": re.compile(r"{{" + _S + r"[sS]lice[fF]rom[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
+    "slicefromright": re.compile(r"{{" + _S + r"[sS]lice[fF]rom[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
+    "split": re.compile(r"{{" + _S + r"[sS]plit" + _S + r"\((.*)\)" + _S + r"}}"),
+    "left": re.compile(r"{{" + _S + r"[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
+    "right": re.compile(r"{{" + _S + r"[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
+    "random": re.compile(r"{{" + _S + r"[rR]andom" + _S + r"\((.*)\)" + _S + r"}}"),
+}
+_COMMA = re.compile(r",[\t\n\f\r ]*")
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+class _MappingError(Exception):
+    pass
+
+
+def _merr(detail: str, token: str | None = None) -> _MappingError:
+    text = _MAP_ERR + (": " + detail if detail else "")
+    if token:
+        text += " in " + token
+    return _MappingError(text)
+
+
+def _atoi(s: str) -> int | None:
+    if not _ATOI.fullmatch(s):
+        return None
+    v = int(s)
+    if not -(1 << 63) <= v < (1 << 63):
+        return None
+    return v
+
+
+def _fn_args(name: str, token: str) -> list[str] | None:
+    m = _FN[name].search(token)
+    if m is None:
+        return None
+    return _COMMA.split(m.group(1))
+
+
+def _index_int_args(token: str, args: list[str], kind: str) -> tuple[str, list[int]]:
+    if len(args) < 2:
+        raise _merr("not enough arguments passed to the function", token)
+    if len(args) > 2:
+        raise _merr("too many arguments passed to the function", token)
+    i = _atoi(args[0].strip(" "))
+    n = _atoi(args[1].strip(" "))
+    if i is None or n is None or not -(1 << 31) <= n < (1 << 31):
+        raise _merr("function argument is invalid or in the wrong format", token)
+    return kind, [i]
+
+
+def _index_placeholders(token: str) -> tuple[str, list[int]]:
+    """(transform type, wildcard indexes) of one destination token (``indexPlaceHolders``)."""
+    n = len(token)
+    if n > 1:
+        if token[0] == "$":
+            tp = _atoi(token[1:])
+            if tp is None:
+                return "none", [-1]
+            return "wildcard", [tp]
+        if n > 4 and token.startswith("{{") and token.endswith("}}"):
+            args = _fn_args("wildcard", token)
+            if args is not None:
+                if len(args) == 1 and args[0] == "":
+                    raise _merr("not enough arguments passed to the function", token)
+                if len(args) == 1:
+                    idx = _atoi(args[0].strip(" "))
+                    if idx is None:
+                        raise _merr("function argument is invalid or in the wrong format", token)
+                    return "wildcard", [idx]
+                raise _merr("too many arguments passed to the function", token)
+            args = _fn_args("partition", token)
+            if args is not None:
+                num = _atoi(args[0].strip(" "))
+                if num is None or num > (1 << 31) - 1:
+                    raise _merr("function argument is invalid or in the wrong format", token)
+                idxs = []
+                for a in args[1:]:
+                    i = _atoi(a.strip(" "))
+                    if i is None:
+                        raise _merr("function argument is invalid or in the wrong format", token)
+                    idxs.append(i)
+                return "partition", idxs
+            for kind in ("splitfromleft", "splitfromright", "slicefromleft", "slicefromright", "right", "left"):
+                args = _fn_args(kind, token)
+                if args is not None:
+                    return _index_int_args(token, args, kind)
+            args = _fn_args("split", token)
+            if args is not None:
+                if len(args) < 2:
+                    raise _merr("not enough arguments passed to the function", token)
+                if len(args) > 2:
+                    raise _merr("too many arguments passed to the function", token)
+                i = _atoi(args[0].strip(" "))
+                if i is None or " " in args[1] or "." in args[1]:
+                    raise _merr("function argument is invalid or in the wrong format", token)
+                return "split", [i]
+            args = _fn_args("random", token)
+            if args is not None:
+                if len(args) != 1:
+                    raise _merr("not enough arguments passed to the function", token)
+                num = _atoi(args[0].strip(" "))
+                if num is None or num > (1 << 31) - 1:
+                    raise _merr("function argument is invalid or in the wrong format", token)
+                return "random", []
+            raise _merr("unknown function", token)
+    return "none", [-1]
+
+
+def _subject_info(s: str) -> tuple[bool, list[str], int, bool]:
+    if s == "":
+        return False, [], 0, False
+    npwcs, fwc = 0, False
+    toks = s.split(".")
+    for t in toks:
+        if t == "" or fwc:
+            return False, [], 0, False
+        if t == ">":
+            fwc = True
+        elif t == "*":
+            npwcs += 1
+    return True, toks, npwcs, fwc
+
+
+def _new_subject_transform(src: str, dest: str) -> None:
+    """Validation half of ``NewSubjectTransform``; raises ``_MappingError`` (or returns)."""
+    if dest == "":
+        return
+    if src == "":
+        src = ">"
+    sv, stoks, npwcs, has_fwc = _subject_info(src)
+    dv, dtoks, dnpwcs, d_has_fwc = _subject_info(dest)
+    if not sv or not dv or dnpwcs > 0 or has_fwc != d_has_fwc:
+        raise _MappingError("invalid subject")
+    if npwcs > 0 or has_fwc:
+        for tok in dtoks:
+            kind, idxs = _index_placeholders(tok)
+            if kind in ("none", "random"):
+                continue
+            for wi in idxs:
+                if wi > npwcs:
+                    raise _merr("wildcard index out of range", "%s: [%d]" % (tok, wi))
+    else:
+        for tok in dtoks:
+            kind, _ = _index_placeholders(tok)
+            if kind not in ("none", "random", "partition"):
+                raise _merr("wildcard index out of range", tok)
+
+
+def validate_mapping(src: str, dest: str) -> str | None:
+    """Go ``ValidateMapping``: ``None`` if ``src`` → ``dest`` is a valid subject mapping, else
+    the error text (e.g. ``invalid mapping destination: wildcard index out of range in
+    {{wildcard(3)}}: [3]``)."""
+    if dest == "":
+        return None
+    fwc = False
+    for t in dest.split("."):
+        if t == "" or fwc:
+            return _MAP_ERR + ": invalid transform in " + t if t else _MAP_ERR + ": invalid transform"
+        if len(t) > 4 and t.startswith("{{") and t.endswith("}}"):
+            if not any(
+                _FN[k].search(t)
+                for k in (
+                    "partition",
+                    "wildcard",
+                    "splitfromleft",
+                    "splitfromright",
+                    "slicefromleft",
+                    "slicefromright",
+                    "split",
+                    "random",
+                )
+            ):
+                return _MAP_ERR + ": unknown function in " + t
+            continue
+        if t == ">":
+            fwc = True
+        elif any(c in t for c in "\t\n\f\r "):
+            return _MAP_ERR + ": invalid transform"
+    try:
+        _new_subject_transform(src, dest)
+    except _MappingError as e:
+        return str(e)
+    return None
+
+
+def _transform_creatable(src: str, dest: str) -> bool:
+    try:
+        _new_subject_transform(src, dest)
+    except _MappingError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# Unsupported options
+# --------------------------------------------------------------------------------------------
+
+UNSUPPORTED_FIELDS: dict[str, str] = {
+    "mirror": "stream mirrors (mirror)",
+    "sources": "stream sourcing (sources)",
+    "allow_msg_counter": "counter streams (allow_msg_counter)",
+    "allow_atomic": "atomic batch publishing (allow_atomic)",
+    "allow_msg_schedules": "message schedules (allow_msg_schedules)",
+    "allow_batched": "fast batch publishing (allow_batched)",
+}
+"""StreamConfig options nats-server 2.15.1 accepts but minijs does not implement, with the
+wording used in the error. Only a *set* option is rejected (``null``/``false``/``[]`` are
+fine), so configs echoed back by clients keep working."""
+
+
+def check_unsupported(cfg: StreamConfig) -> None:
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
+    for name, what in UNSUPPORTED_FIELDS.items():
+        v = getattr(cfg, name)
+        if v:
+            raise E.unsupported_feature(what)
+
+
+# --------------------------------------------------------------------------------------------
+# Defaulting and validation (checkStreamCfg)
+# --------------------------------------------------------------------------------------------
+
+
+def _check_mirror_and_sources(cfg: StreamConfig) -> None:
+    """The pure parts of checkStreamCfg's mirror/source checks (lookups of other streams and
+    cycle detection are skipped: minijs rejects mirrors and sources anyway)."""
+    m = cfg.mirror
+    if m is not None:
+        if cfg.first_seq > 0:
+            raise E.mirror_with_first_seq()
+        if cfg.subjects:
+            raise E.mirror_with_subjects()
+        if cfg.sources:
+            raise E.mirror_with_sources()
+        if cfg.allow_msg_counter:
+            raise E.mirror_with_counters()
+        if cfg.allow_atomic:
+            raise E.mirror_with_atomic_publish()
+        if cfg.allow_batched:
+            raise E.mirror_with_batch_publish()
+        if cfg.allow_msg_schedules:
+            raise E.mirror_with_msg_schedules()
+        c = m["consumer"]
+        if c is not None:
+            if (
+                not is_valid_asset_name(c["name"])
+                or not _is_literal(c["deliver_subject"])
+                or not _valid_subject(c["deliver_subject"])
+                or m["opt_start_seq"] != 0
+                or m["opt_start_time"] is not None
+                or m["filter_subject"] != ""
+            ):
+                raise E.mirror_durable_consumer_cfg_invalid()
+        trs = m["subject_transforms"] or []
+        if m["filter_subject"] != "" and trs:
+            raise E.mirror_multiple_filters_not_allowed()
+        if cfg.subject_delete_marker_ttl > 0:
+            raise E.stream_invalid_config("subject delete markers forbidden on mirrors")
+        for i, tr in enumerate(trs):
+            if tr["src"] != "" and not _valid_subject(tr["src"]):
+                raise E.mirror_invalid_subject_filter("invalid subject " + tr["src"])
+            err = validate_mapping(tr["src"], tr["dest"])
+            if err:
+                raise E.mirror_invalid_transform_destination(err)
+            for j, other in enumerate(trs):
+                if i != j and _collide(tr["src"], other["src"]):
+                    raise E.mirror_overlapping_subject_filters()
+        if m["external"] is None:
+            if not is_valid_asset_name(m["name"]):
+                raise E.mirror_invalid_stream_name()
+    if cfg.sources and cfg.allow_msg_schedules:
+        raise E.source_with_msg_schedules()
+    seen: set = set()
+    seen_consumers: set = set()
+    for src in cfg.sources or []:
+        if src is None or not is_valid_asset_name(src["name"]):
+            raise E.source_invalid_stream_name()
+        trs = src["subject_transforms"] or []
+        iname = (
+            src["name"],
+            src["external"]["api"] if src["external"] else None,
+            src["consumer"]["name"] if src["consumer"] else None,
+            (src["filter_subject"] or ">") if not trs else tuple((t["src"] or ">", t["dest"] or ">") for t in trs),
+        )
+        if iname in seen:
+            raise E.source_duplicate_detected()
+        seen.add(iname)
+        if src["filter_subject"] != "" and trs:
+            raise E.source_multiple_filters_not_allowed()
+        for tr in trs:
+            if tr["src"] != "" and not _valid_subject(tr["src"]):
+                raise E.source_invalid_subject_filter("invalid subject " + tr["src"])
+            err = validate_mapping(tr["src"], tr["dest"])
+            if err:
+                raise E.source_invalid_transform_destination(err)
+        for i, tr in enumerate(trs):
+            for j, other in enumerate(trs):
+                if i != j and _subset(tr["src"] or ">", other["src"] or ">"):
+                    raise E.source_overlapping_subject_filters()
+        c = src["consumer"]
+        if c is not None:
+            if (
+                not is_valid_asset_name(c["name"])
+                or not _is_literal(c["deliver_subject"])
+                or not _valid_subject(c["deliver_subject"])
+                or src["opt_start_seq"] != 0
+                or src["opt_start_time"] is not None
+                or src["filter_subject"] != ""
+            ):
+                raise E.source_durable_consumer_cfg_invalid()
+            ckey = (src["name"], src["external"]["api"] if src["external"] else None, c["name"])
+            if ckey in seen_consumers:
+                raise E.source_durable_consumer_duplicate_detected()
+            seen_consumers.add(ckey)
+    externals = [x["external"] for x in ([m] if m else []) + list(cfg.sources or []) if x and x["external"]]
+    for ext in externals:
+        pfx = ext["deliver"]
+        if pfx and not _valid_publish_subject(pfx):
+            raise E.stream_invalid_external_delivery_subj(pfx)
+    for ext in externals:
+        api = ext["api"]
+        if api:
+            if not _valid_publish_subject(api):
+                raise E.stream_invalid_config(
+                    "stream external api prefix %s must be a valid subject without wildcards" % J.go_quote(api)
+                )
+            if _collide(api, "$JS.API"):
+                raise E.stream_external_api_overlap(prefix=api, subject="$JS.API")
+
+
+def _check_stream_cfg(config: StreamConfig, pedantic: bool) -> StreamConfig:
+    """Port of ``checkStreamCfgLocked`` for a single server with default limits."""
+    if not is_valid_asset_name(config.name):
+        raise E.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
+    if len(config.name.encode()) > MAX_NAME_LEN:
+        raise E.stream_invalid_config("stream name is too long, maximum allowed is %d" % MAX_NAME_LEN)
+    if len(config.description.encode()) > MAX_DESCRIPTION_LEN:
+        raise E.stream_invalid_config("stream description is too long, maximum allowed is %d" % MAX_DESCRIPTION_LEN)
+    md_len = sum(len(k.encode()) + len(v.encode()) for k, v in (config.metadata or {}).items())
+    if md_len > MAX_METADATA_LEN:
+        raise E.stream_invalid_config("stream metadata exceeds maximum size of %d bytes" % MAX_METADATA_LEN)
+
+    cfg = config.copy()
+    if cfg.num_replicas == 0:
+        cfg.num_replicas = 1
+    if cfg.num_replicas > MAX_REPLICAS:
+        raise E.stream_invalid_config("maximum replicas is %d" % MAX_REPLICAS)
+    if cfg.num_replicas < 0:
+        raise E.replicas_count_cannot_be_negative()
+    for attr in ("max_msgs", "max_msgs_per_subject", "max_bytes", "max_msg_size", "max_consumers"):
+        v = getattr(cfg, attr)
+        if v == 0 or v < -1:
+            if pedantic and v < -1:
+                raise E.pedantic("%s must be set to -1" % attr)
+            setattr(cfg, attr, -1)
+    if cfg.max_age < 0:
+        raise E.stream_invalid_config("max age can not be negative")
+    if cfg.max_age != 0 and cfg.max_age < _MS100:
+        raise E.stream_invalid_config("max age needs to be >= 100ms")
+
+    if cfg.duplicate_window == 0 and cfg.mirror is None and not cfg.sources:
+        window = DEFAULT_DUPLICATE_WINDOW
+        if cfg.max_age != 0 and cfg.max_age < window:
+            if pedantic:
+                raise E.pedantic("duplicate window cannot be bigger than max age")
+            cfg.duplicate_window = cfg.max_age
+        else:
+            cfg.duplicate_window = window
+    if cfg.duplicate_window < 0:
+        raise E.stream_invalid_config("duplicates window can not be negative")
+    if cfg.max_age != 0 and cfg.duplicate_window > cfg.max_age:
+        raise E.stream_invalid_config("duplicates window can not be larger then max age")
+    if 0 < cfg.duplicate_window < _MS100:
+        raise E.stream_invalid_config("duplicates window needs to be >= 100ms")
+
+    if cfg.deny_purge and cfg.allow_rollup_hdrs:
+        raise E.stream_invalid_config("roll-ups require the purge permission")
+
+    if cfg.allow_msg_counter:
+        if cfg.discard == "new":
+            raise E.stream_invalid_config("counter stream cannot use discard new")
+        if cfg.allow_msg_ttl:
+            raise E.stream_invalid_config("counter stream cannot use message TTLs")
+        if cfg.allow_msg_schedules:
+            raise E.stream_invalid_config("counter stream cannot use message schedules")
+        if cfg.retention != "limits":
+            raise E.stream_invalid_config("counter stream can only use limits retention")
+
+    if cfg.discard_new_per_subject:
+        if cfg.discard != "new":
+            raise E.stream_invalid_config("discard new per subject requires discard new policy to be set")
+        if cfg.max_msgs_per_subject <= 0:
+            raise E.stream_invalid_config("discard new per subject requires max msgs per subject > 0")
+
+    if cfg.subject_delete_marker_ttl > 0:
+        if cfg.subject_delete_marker_ttl < _SECOND:
+            raise E.stream_invalid_config("subject delete marker TTL must be at least 1 second")
+        if not cfg.allow_msg_ttl:
+            if pedantic:
+                raise E.stream_invalid_config("subject delete marker cannot be set if message TTLs are disabled")
+            cfg.allow_msg_ttl = True
+        if not cfg.allow_rollup_hdrs:
+            if pedantic:
+                raise E.stream_invalid_config("subject delete marker cannot be set if roll-ups are disabled")
+            cfg.allow_rollup_hdrs, cfg.deny_purge = True, False
+    elif cfg.subject_delete_marker_ttl < 0:
+        raise E.stream_invalid_config("subject delete marker TTL must not be negative")
+
+    if cfg.allow_msg_schedules:
+        if cfg.discard == "new":
+            raise E.stream_invalid_config("message scheduling cannot use discard new")
+        if not cfg.allow_rollup_hdrs:
+            if pedantic:
+                raise E.stream_invalid_config("message scheduling cannot be set if roll-ups are disabled")
+            cfg.allow_rollup_hdrs, cfg.deny_purge = True, False
+
+    if cfg.persist_mode == "async":
+        if cfg.storage != "file":
+            raise E.stream_invalid_config("async persist mode is only supported on file storage")
+        if cfg.num_replicas > 1:
+            raise E.stream_invalid_config("async persist mode is not supported on replicated streams")
+        if cfg.allow_atomic:
+            raise E.stream_invalid_config("async persist mode is not supported with atomic batch publish")
+
+    _check_mirror_and_sources(cfg)
+
+    if not cfg.subjects:
+        if cfg.mirror is None and not cfg.sources:
+            cfg.subjects = (cfg.subjects or []) + [cfg.name]
+    else:
+        if cfg.mirror is not None:
+            raise E.mirror_with_subjects()
+        seen: set[str] = set()
+        for i, subj in enumerate(cfg.subjects):
+            if not _valid_subject(subj):
+                raise E.stream_invalid_config("invalid subject")
+            if subj in seen:
+                raise E.stream_invalid_config("duplicate subjects detected")
+            if subj == ">":
+                if not cfg.no_ack:
+                    raise E.stream_invalid_config("capturing all subjects requires no-ack to be true")
+                if cfg.num_replicas != 1:
+                    raise E.stream_invalid_config("capturing all subjects requires replicas of 1")
+            if not cfg.no_ack:
+                for ns in ("$JS.>", "$JSC.>", "$NRG.>"):
+                    if _collide(subj, ns) and not _subset(subj, "$JS.EVENT.>"):
+                        raise E.stream_invalid_config("subjects that overlap with jetstream api require no-ack to be true")
+                if _collide(subj, "$SYS.>") and not _subset(subj, "$SYS.ACCOUNT.>"):
+                    raise E.stream_invalid_config("subjects that overlap with system api require no-ack to be true")
+            for other in cfg.subjects[i + 1 :]:
+                if _collide(other, subj):
+                    raise E.stream_invalid_config(
+                        "subject %s overlaps with %s" % (J.go_quote(subj), J.go_quote(other))
+                    )
+            seen.add(subj)
+
+    if not cfg.subjects and not cfg.sources and cfg.mirror is None:
+        raise E.stream_invalid_config("stream needs at least one configured subject or be a source/mirror")
+
+    st = cfg.subject_transform
+    if st is not None:
+        if st["src"] != "" and not _valid_subject(st["src"]):
+            raise E.stream_transform_invalid_source("invalid subject " + st["src"])
+        err = validate_mapping(st["src"], st["dest"])
+        if err:
+            raise E.stream_transform_invalid_destination(err)
+
+    rp = cfg.republish
+    if rp is not None:
+        if rp["src"] == "":
+            if pedantic:
+                raise E.pedantic("republish source can not be empty")
+            rp["src"] = ">"
+        if (
+            rp["dest"] == ">"
+            and rp["src"] == ">"
+            and st is not None
+            and len(cfg.subjects or []) == 1
+            and st["src"] == cfg.subjects[0]
+        ):
+            if pedantic:
+                raise E.pedantic("implicit republish based on subject transform")
+            rp["src"], rp["dest"] = st["dest"], st["dest"]
+        if any(_collide(rp["dest"], s) for s in cfg.subjects or []):
+            raise E.stream_invalid_config("stream configuration for republish destination forms a cycle")
+        if not _transform_creatable(rp["src"], rp["dest"]):
+            raise E.stream_invalid_config(
+                "stream configuration for republish with transform from '%s' to '%s' not valid"
+                % (rp["src"], rp["dest"])
+            )
+
+    pl = cfg.placement
+    if pl is not None and pl["cluster"] == "" and pl["tags"] is None and pl["preferred"] == "":
+        cfg.placement = None
+    elif pl is not None and pl["preferred"] != "":
+        raise E.stream_invalid_config("preferred server not permitted in placement")
+    return cfg
+
+
+def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False) -> StreamConfig:
+    """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
+
+    Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
+    can not contain path separators``, 500/10052 ``stream configuration for create can not be
+    sealed``, ``stream has no mirror but does have mirror direct``); then all of
+    ``checkStreamCfg`` (names, description/metadata sizes, replicas 10133/10052, -1 limits,
+    max_age / duplicate_window, rollup/purge, discard-new-per-subject, subject delete marker TTL
+    and its forced ``allow_msg_ttl``/``allow_rollup_hdrs``, schedules, persist mode, mirror and
+    source shape checks, subjects, subject transform 10155/10156, republish, placement); then
+    for ``create`` 500/10074 for ``num_replicas > 1``; then unsupported options
+    (:data:`UNSUPPORTED_FIELDS`). Metadata gets ``_nats.req.level`` and loses echoed dynamic keys.
+
+    The name-in-subject check (10056) is the caller's: before this call for create, after it
+    for update (the real server validates an update body before comparing names).
+    """
+    if create:
+        if "\\" in cfg.name or "/" in cfg.name:
+            raise E.stream_name_contains_path_separators()
+        if cfg.sealed:
+            raise E.stream_invalid_config("stream configuration for create can not be sealed")
+        if cfg.mirror_direct and cfg.mirror is None:
+            raise E.stream_invalid_config("stream has no mirror but does have mirror direct")
+        # setStaticStreamMetadata runs before validation on create (its key counts toward the
+        # metadata size limit).
+        cfg = set_static_metadata(cfg.copy())
+    out = _check_stream_cfg(cfg, pedantic)
+    if create and out.num_replicas > 1:
+        raise E.stream_replicas_not_supported()
+    check_unsupported(out)
+    return set_static_metadata(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Existing streams: idempotent create, update rules
+# --------------------------------------------------------------------------------------------
+
+
+def same_config(new: StreamConfig, old: StreamConfig) -> bool:
+    """Would STREAM.CREATE of ``new`` (validated) on existing ``old`` be an idempotent success?
+
+    Like ``copyStreamMetadata`` + ``reflect.DeepEqual``: dynamic metadata keys are ignored and
+    ``_nats.req.level`` is taken from ``old``; everything else must be equal (nil vs empty
+    slices differ, as in Go).
+    """
+    a = new.copy()
+    md = dict(a.metadata) if a.metadata is not None else None
+    if md is not None:
+        md.pop(VERSION_KEY, None)
+        md.pop(LEVEL_KEY, None)
+    old_md = old.metadata
+    if old_md is not None and REQ_LEVEL_KEY in old_md:
+        if md is None:
+            md = {}
+        md[REQ_LEVEL_KEY] = old_md[REQ_LEVEL_KEY]
+    elif md is not None:
+        md.pop(REQ_LEVEL_KEY, None)
+    a.metadata = md
+    return a == old
+
+
+def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False) -> StreamConfig:
+    """Apply ``configUpdateCheck`` to an update of ``old`` to ``new`` (a config that already went
+    through :func:`validate_and_default` with ``create=False``) and return the config to store.
+
+    Raises ``ApiError``: 500/10074 ``replicas > 1 not supported in non-clustered mode``, 400/10055
+    for a changed mirror, and 500/10052 ``stream configuration name must match original``,
+    ``stream configuration update can not change storage type``, ``… can not change retention
+    policy to/from workqueue``, ``… can not unseal a sealed stream``, ``… can not cancel deny
+    message deletes``, ``… can not cancel deny purge``, ``message TTL status can not be
+    disabled``, ``… can not change message counter setting``, ``message schedules can not be
+    disabled``, ``… can not change persist mode``. Sealing forces ``max_age`` 0, ``discard``
+    new, ``deny_delete``/``deny_purge`` true and ``allow_rollup_hdrs`` false. Everything else
+    (description, subjects, limits, discard, duplicate_window, no_ack, allow_direct,
+    compression, first_seq, placement, transforms, republish, consumer_limits, metadata,
+    limits↔interest, subject_delete_marker_ttl, …) may change.
+    """
+    cfg = _check_stream_cfg(new, pedantic)
+    if cfg.name != old.name:
+        raise E.stream_invalid_config("stream configuration name must match original")
+    if cfg.num_replicas > 1:
+        raise E.stream_replicas_not_supported()
+    if cfg.storage != old.storage:
+        raise E.stream_invalid_config("stream configuration update can not change storage type")
+    if cfg.retention != old.retention and "workqueue" in (cfg.retention, old.retention):
+        raise E.stream_invalid_config("stream configuration update can not change retention policy to/from workqueue")
+    if old.sealed and not cfg.sealed:
+        raise E.stream_invalid_config("stream configuration update can not unseal a sealed stream")
+    if old.deny_delete and not cfg.deny_delete:
+        raise E.stream_invalid_config("stream configuration update can not cancel deny message deletes")
+    if old.deny_purge and not cfg.deny_purge:
+        raise E.stream_invalid_config("stream configuration update can not cancel deny purge")
+    if cfg.mirror is not None and cfg.mirror != old.mirror:
+        raise E.stream_mirror_not_updatable()
+    if cfg.discard_new_per_subject:
+        if cfg.discard != "new":
+            raise E.stream_invalid_config("discard new per subject requires discard new policy to be set")
+        if cfg.max_msgs_per_subject <= 0:
+            raise E.stream_invalid_config("discard new per subject requires max msgs per subject > 0")
+    if old.allow_msg_ttl and not cfg.allow_msg_ttl:
+        raise E.stream_invalid_config("message TTL status can not be disabled")
+    if cfg.allow_msg_counter != old.allow_msg_counter:
+        raise E.stream_invalid_config("stream configuration update can not change message counter setting")
+    if old.allow_msg_schedules and not cfg.allow_msg_schedules:
+        raise E.stream_invalid_config("message schedules can not be disabled")
+    if old.persist_mode != cfg.persist_mode:
+        raise E.stream_invalid_config("stream configuration update can not change persist mode")
+    if cfg.sealed:
+        cfg.max_age = 0
+        cfg.discard = "new"
+        cfg.deny_delete, cfg.deny_purge = True, True
+        cfg.allow_rollup_hdrs = False
+    check_unsupported(cfg)
+    return set_static_metadata(cfg)
+
+
+def check_consumer_limits(
+    old: StreamConfig, new: StreamConfig, consumers: Iterable[tuple[str, int, int]]
+) -> None:
+    """Stream update vs existing consumers: ``consumers`` yields ``(name, inactive_threshold,
+    max_ack_pending)``. When a positive ``consumer_limits`` value changed and some consumer
+    exceeds it → 500/10069 ``change to limits violates consumers: a, b`` (names in the given
+    order)."""
+    new_it = new.consumer_limits.get("inactive_threshold", 0)
+    old_it = old.consumer_limits.get("inactive_threshold", 0)
+    new_map = new.consumer_limits.get("max_ack_pending", 0)
+    old_map = old.consumer_limits.get("max_ack_pending", 0)
+    changed = (new_it > 0 and new_it != old_it) or (new_map > 0 and new_map != old_map)
+    if not changed:
+        return
+    bad = [
+        name
+        for name, it, map_ in consumers
+        if (new_it > 0 and it > new_it) or (new_map > 0 and map_ > new_map)
+    ]
+    if bad:
+        raise E.consumer_limits_violation(bad)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON form
+# --------------------------------------------------------------------------------------------
+
+
+def _emit(d: dict, spec: tuple[tuple[str, bool], ...]) -> dict:
+    """Go struct encoding: ``spec`` = ((json name, omitempty), …) in struct order."""
+    out: dict[str, Any] = {}
+    for name, omitempty in spec:
+        v = d.get(name)
+        if omitempty and (v is None or v is False or v == 0 or v == "" or v == [] or v == {}):
+            continue
+        out[name] = v
+    return out
+
+
+_PLACEMENT_SPEC = (("cluster", True), ("tags", True), ("preferred", True))
+_TRANSFORM_SPEC = (("src", False), ("dest", False))
+_REPUBLISH_SPEC = (("src", True), ("dest", False), ("headers_only", True))
+_LIMITS_SPEC = (("inactive_threshold", True), ("max_ack_pending", True))
+
+
+def _source_json(src: dict | None) -> dict | None:
+    if src is None:
+        return None
+    out: dict[str, Any] = {"name": src.get("name", "")}
+    if src.get("opt_start_seq"):
+        out["opt_start_seq"] = src["opt_start_seq"]
+    if src.get("opt_start_time") is not None:
+        out["opt_start_time"] = J.go_time(src["opt_start_time"])
+    if src.get("filter_subject"):
+        out["filter_subject"] = src["filter_subject"]
+    if src.get("subject_transforms"):
+        out["subject_transforms"] = [_emit(t, _TRANSFORM_SPEC) for t in src["subject_transforms"]]
+    if src.get("external") is not None:
+        out["external"] = {"api": src["external"].get("api", ""), "deliver": src["external"].get("deliver", "")}
+    if src.get("consumer") is not None:
+        out["consumer"] = _emit(src["consumer"], (("name", True), ("deliver_subject", True)))
+    return out
+
+
+def to_json_dict(cfg: StreamConfig, *, dynamic_metadata: bool) -> dict:
+    """The ``config`` object exactly as nats-server 2.15.1 emits it: Go struct order, omitempty
+    fields only when set (``description``, ``subjects``, ``no_ack``, ``duplicate_window``,
+    ``placement``, ``mirror``, ``sources``, ``first_seq``, ``subject_transform``, ``republish``,
+    ``discard_new_per_subject``, ``subject_delete_marker_ttl``, ``allow_msg_counter``,
+    ``allow_atomic``, ``allow_msg_schedules``, ``persist_mode``, ``allow_batched``,
+    ``metadata``), ``max_msg_size`` omitted only when 0. ``metadata`` is a sorted map
+    (:class:`~minijs.jetstream.jsonfmt.go_map`); ``dynamic_metadata`` adds ``_nats.ver`` and
+    ``_nats.level`` (create/update/info replies, not LIST). Encode with
+    :func:`~minijs.jetstream.jsonfmt.dumps`.
+    """
+    out: dict[str, Any] = {"name": cfg.name}
+    if cfg.description:
+        out["description"] = cfg.description
+    if cfg.subjects:
+        out["subjects"] = list(cfg.subjects)
+    out["retention"] = cfg.retention
+    out["max_consumers"] = cfg.max_consumers
+    out["max_msgs"] = cfg.max_msgs
+    out["max_bytes"] = cfg.max_bytes
+    out["max_age"] = cfg.max_age
+    out["max_msgs_per_subject"] = cfg.max_msgs_per_subject
+    if cfg.max_msg_size:
+        out["max_msg_size"] = cfg.max_msg_size
+    out["discard"] = cfg.discard
+    out["storage"] = cfg.storage
+    out["num_replicas"] = cfg.num_replicas
+    if cfg.no_ack:
+        out["no_ack"] = True
+    if cfg.duplicate_window:
+        out["duplicate_window"] = cfg.duplicate_window
+    if cfg.placement is not None:
+        out["placement"] = _emit(cfg.placement, _PLACEMENT_SPEC)
+    if cfg.mirror is not None:
+        out["mirror"] = _source_json(cfg.mirror)
+    if cfg.sources:
+        out["sources"] = [_source_json(s) for s in cfg.sources]
+    out["compression"] = cfg.compression
+    if cfg.first_seq:
+        out["first_seq"] = cfg.first_seq
+    if cfg.subject_transform is not None:
+        out["subject_transform"] = _emit(cfg.subject_transform, _TRANSFORM_SPEC)
+    if cfg.republish is not None:
+        out["republish"] = _emit(cfg.republish, _REPUBLISH_SPEC)
+    out["allow_direct"] = cfg.allow_direct
+    out["mirror_direct"] = cfg.mirror_direct
+    if cfg.discard_new_per_subject:
+        out["discard_new_per_subject"] = True
+    out["sealed"] = cfg.sealed
+    out["deny_delete"] = cfg.deny_delete
+    out["deny_purge"] = cfg.deny_purge
+    out["allow_rollup_hdrs"] = cfg.allow_rollup_hdrs
+    out["consumer_limits"] = _emit(cfg.consumer_limits or {}, _LIMITS_SPEC)
+    out["allow_msg_ttl"] = cfg.allow_msg_ttl
+    if cfg.subject_delete_marker_ttl:
+        out["subject_delete_marker_ttl"] = cfg.subject_delete_marker_ttl
+    if cfg.allow_msg_counter:
+        out["allow_msg_counter"] = True
+    if cfg.allow_atomic:
+        out["allow_atomic"] = True
+    if cfg.allow_msg_schedules:
+        out["allow_msg_schedules"] = True
+    if cfg.persist_mode and cfg.persist_mode != "default":
+        out["persist_mode"] = cfg.persist_mode
+    if cfg.allow_batched:
+        out["allow_batched"] = True
+    md = dict(cfg.metadata or {})
+    if dynamic_metadata:
+        md[VERSION_KEY] = SERVER_VERSION
+        md[LEVEL_KEY] = str(API_LEVEL)
+    if md:
+        out["metadata"] = J.go_map(md)
+    return out
