@@ -107,8 +107,10 @@ class Server:
             self.monitor = Monitor(self)
             await self.monitor.start()
         if config.jetstream and self.jetstream is None:
-            log.warn("JetStream was requested but this minijs build has no JetStream engine "
-                     "yet: $JS.API requests get no responders")
+            from minijs.jetstream.engine import JetStream
+            engine = JetStream(self)
+            engine.start()
+            self.jetstream = engine
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
         log.info("Server is ready")
 
@@ -122,6 +124,9 @@ class Server:
         self._listener.close()
         if self.monitor is not None:
             await self.monitor.stop()
+        if self.jetstream is not None:
+            self.jetstream.stop()
+            self.jetstream = None
         conns = list(self.connections.values())
         for conn in conns:
             conn.flush()

@@ -264,6 +264,12 @@ class LmdbStore(IndexedStore):
         self._dirty = False
         self.flushes += 1
 
+    def sync(self) -> None:
+        """Force committed transactions to disk (opened with ``sync=False``, commits survive a
+        killed process but not a power loss until this runs)."""
+        if not self._closed:
+            self._env.sync(True)
+
     def _commit(self, txn: lmdb.Transaction) -> None:
         db = self._db_msgs
         if self._drop_below:
@@ -309,7 +315,10 @@ class LmdbStore(IndexedStore):
         finally:
             self._drop_reader()
             self._closed = True
-            self._env.close()
+            try:
+                self._env.sync(True)
+            finally:
+                self._env.close()
 
     def delete(self) -> None:
         if not self._closed:

@@ -1,0 +1,453 @@
+"""The ``$JS.API`` request dispatch: thin handlers that turn JSON into calls on the engine.
+
+One internal subscription on ``$JS.API.>`` receives every request. The subject picks the
+handler (an exact token count, as nats-server's per-endpoint subscriptions do: a subject that
+names no endpoint gets no reply at all). Each handler returns the reply fields or raises
+:class:`~minijs.jetstream.errors.ApiError`; the dispatcher wraps them in the
+``{"type": "io.nats.jetstream.api.v1.<x>_response", ...}`` envelope, counts ``api.total`` /
+``api.errors`` and publishes the reply. Reference: ``/work/shared/reference/jetstream-api.md``.
+
+``DIRECT.GET`` and ``CONSUMER.MSG.NEXT`` answer with raw messages or status headers instead of
+JSON; when nothing serves them the requester gets the core 503, as from nats-server where
+those subjects are served by per-stream/per-consumer subscriptions.
+"""
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any, Callable
+
+from minijs.core import subjects as _subjects
+from minijs.jetstream import configs as C
+from minijs.jetstream import errors as E
+from minijs.jetstream import headers as H
+from minijs.jetstream import jsonfmt as J
+from minijs.protocol import wire
+
+if TYPE_CHECKING:
+    from minijs.jetstream.engine import JetStream
+    from minijs.jetstream.stream import Stream
+
+API_PREFIX = b"$JS.API."
+TYPE_PREFIX = "io.nats.jetstream.api.v1."
+NAMES_LIMIT = 1024
+LIST_LIMIT = 256
+SUBJECTS_LIMIT = 100_000
+API_LEVEL = 5
+
+_INFO_REQUEST = {"deleted_details": J.BOOL, "subjects_filter": J.STRING, "offset": J.INT}
+_PURGE_REQUEST = {"filter": J.STRING, "seq": J.UINT64, "keep": J.UINT64}
+_NAMES_REQUEST = {"offset": J.INT, "subject": J.STRING}
+_MSG_DELETE_REQUEST = {"seq": J.UINT64, "no_erase": J.BOOL}
+
+#: Endpoints that exist only in a cluster: a single server answers 503/10010.
+_CLUSTER_ONLY = {
+    ("STREAM", "LEADER", "STEPDOWN"): "stream_leader_stepdown_response",
+    ("STREAM", "PEER", "REMOVE"): "stream_remove_peer_response",
+    ("STREAM", "PEER", "EVACUATE"): "stream_evacuate_peer_response",
+    ("STREAM", "CANCEL_MOVE"): "stream_cancel_move_response",
+}
+
+
+class Reply(dict):
+    """Reply fields (in emission order) of a successful request."""
+
+
+def _has_body(payload: bytes) -> bool:
+    """Optional request bodies are only parsed when they start with ``{`` or ``[``."""
+    s = payload.lstrip()
+    return bool(s) and s[:1] in (b"{", b"[")
+
+
+def _is_empty(payload: bytes) -> bool:
+    s = payload.strip()
+    return not s or s == b"{}"
+
+
+class JetStreamApi:
+    """Serves ``$JS.API.>`` for one engine."""
+
+    def __init__(self, js: "JetStream") -> None:
+        self.js = js
+        self.server = js.server
+        self._sub: Any = None
+
+    def start(self) -> None:
+        self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request)
+
+    def stop(self) -> None:
+        if self._sub is not None:
+            self.server.unsubscribe_internal(self._sub)
+            self._sub = None
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _on_request(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
+                    payload: bytes, origin: Any) -> None:
+        tokens = subject[len(API_PREFIX):].decode("utf-8", "replace").split(".")
+        route = self._route(tokens)
+        if route is None:
+            return  # no such endpoint: silence, like nats-server
+        kind, rtype, handler, args = route
+        if kind == "raw":
+            handler(subject, reply, hdr, payload, origin, *args)
+            return
+        if not reply:
+            # nats-server still performs the request; without a reply nobody learns the result.
+            try:
+                handler(payload, *args)
+            except E.ApiError:
+                pass
+            return
+        self.js.api_total += 1
+        try:
+            if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
+                self._check_api_level(hdr)
+            fields = handler(payload, *args)
+            body = {"type": TYPE_PREFIX + rtype}
+            body.update(fields)
+        except E.ApiError as err:
+            self.js.api_errors += 1
+            body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
+            body.update(_ERROR_EXTRAS.get(rtype, {}))
+        self.server.publish(reply, None, None, J.dumps(body))
+
+    @staticmethod
+    def _check_api_level(hdr: bytes) -> None:
+        value = H.parse(hdr).get(H.REQUIRED_API_LEVEL)
+        if value is None:
+            return
+        try:
+            level = int(value)
+        except ValueError:
+            raise E.required_api_level() from None
+        if level > API_LEVEL:
+            raise E.required_api_level()
+
+    def _route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
+        n = len(t)
+        head = t[0]
+        if head == "INFO" and n == 1:
+            return "json", "account_info_response", self.account_info, ()
+        if head == "STREAM" and n >= 2:
+            op = t[1]
+            if n == 3:
+                name = t[2]
+                if op == "CREATE":
+                    return "json", "stream_create_response", self.stream_create, (name,)
+                if op == "UPDATE":
+                    return "json", "stream_update_response", self.stream_update, (name,)
+                if op == "INFO":
+                    return "json", "stream_info_response", self.stream_info, (name,)
+                if op == "DELETE":
+                    return "json", "stream_delete_response", self.stream_delete, (name,)
+                if op == "PURGE":
+                    return "json", "stream_purge_response", self.stream_purge, (name,)
+                if op == "SNAPSHOT":
+                    return "json", "stream_snapshot_response", self.stream_snapshot, (name,)
+                if op == "RESTORE":
+                    return "json", "stream_restore_response", self.stream_restore, (name,)
+                if op == "CANCEL_MOVE":
+                    return "json", _CLUSTER_ONLY[("STREAM", "CANCEL_MOVE")], self.cluster_only, ()
+            if n == 2 and op == "NAMES":
+                return "json", "stream_names_response", self.stream_names, ()
+            if n == 2 and op == "LIST":
+                return "json", "stream_list_response", self.stream_list, ()
+            if n == 4 and op == "MSG":
+                if t[2] == "GET":
+                    return "json", "stream_msg_get_response", self.msg_get, (t[3],)
+                if t[2] == "DELETE":
+                    return "json", "stream_msg_delete_response", self.msg_delete, (t[3],)
+            if n == 4:
+                rtype = _CLUSTER_ONLY.get(("STREAM", op, t[2]))
+                if rtype:
+                    return "json", rtype, self.cluster_only, ()
+            return None
+        if head == "DIRECT" and n >= 3 and t[1] == "GET":
+            suffix = ".".join(t[3:]) if n > 3 else None
+            return "raw", "", self.direct_get, (t[2], suffix)
+        if head == "CONSUMER":
+            return self.js_consumer_route(t)
+        return None
+
+    def js_consumer_route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
+        """Consumer endpoints: served by the consumer layer when present (issue 4)."""
+        consumers = getattr(self.js, "consumer_api", None)
+        if consumers is not None:
+            return consumers.route(t)
+        return _NoConsumers(self).route(t)
+
+    # ------------------------------------------------------------------ account
+
+    def account_info(self, payload: bytes) -> dict:
+        return self.js.account_info()
+
+    def cluster_only(self, payload: bytes) -> dict:
+        raise E.cluster_required()
+
+    # ------------------------------------------------------------------ streams
+
+    def _stream(self, name: str) -> "Stream":
+        stream = self.js.lookup(name)
+        if stream is None:
+            raise E.stream_not_found()
+        return stream
+
+    def _check_overlap(self, cfg: C.StreamConfig) -> None:
+        for other in self.js.streams.values():
+            if other.name == cfg.name:
+                continue
+            for a in cfg.subjects or ():
+                for b in other.config.subjects or ():
+                    if _subjects.subjects_overlap(a, b):
+                        raise E.stream_subject_overlap()
+
+    def stream_create(self, payload: bytes, name: str) -> dict:
+        cfg, pedantic = C.parse_stream_config(payload)
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic)
+        existing = self.js.lookup(name)
+        if existing is not None:
+            if not C.same_config(cfg, existing.config):
+                raise E.stream_name_exist()
+            stream = existing
+        else:
+            self._check_overlap(cfg)
+            stream = self.js.create_stream(cfg)
+            self.advise_stream(stream.name, "create")
+        info = stream.info_json(cluster=False)
+        info["did_create"] = True
+        return info
+
+    def stream_update(self, payload: bytes, name: str) -> dict:
+        cfg, pedantic = C.parse_stream_config(payload)
+        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic)
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        stream = self._stream(name)
+        cfg = C.check_update(stream.config, cfg, pedantic=pedantic)
+        C.check_consumer_limits(stream.config, cfg, [
+            (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
+        self._check_overlap(cfg)
+        stream.update(cfg)
+        self.advise_stream(stream.name, "modify")
+        return stream.info_json(cluster=False)
+
+    def stream_info(self, payload: bytes, name: str) -> dict:
+        req: dict = {}
+        if _has_body(payload):
+            req = J.decode_strict(payload, _INFO_REQUEST, "JSApiStreamInfoRequest")
+        stream = self._stream(name)
+        total = offset = limit = 0
+        filt = req.get("subjects_filter") or None
+        window = None
+        if filt:
+            offset = max(0, req.get("offset", 0))
+            subjects = stream.store.subject_state(filt)
+            if subjects:
+                total = len(subjects)
+                limit = SUBJECTS_LIMIT
+                window = (offset, limit)
+        info = stream.info_json(deleted_details=bool(req.get("deleted_details")),
+                                subjects_filter=filt, subjects_window=window)
+        out = {"total": total, "offset": offset, "limit": limit}
+        out.update(info)
+        return out
+
+    def stream_delete(self, payload: bytes, name: str) -> dict:
+        if not _is_empty(payload):
+            raise E.not_empty_request()
+        stream = self._stream(name)
+        self.js.delete_stream(stream)
+        self.advise_stream(name, "delete")
+        return {"success": True}
+
+    def stream_purge(self, payload: bytes, name: str) -> dict:
+        stream = self._stream(name)
+        if stream.config.sealed:
+            raise E.stream_sealed()
+        if stream.config.deny_purge:
+            raise E.purge_not_permitted()
+        req: dict = {}
+        if _has_body(payload):
+            req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
+        seq, keep = req.get("seq", 0), req.get("keep", 0)
+        if seq > 0 and keep > 0:
+            raise E.bad_request()
+        purged = stream.purge(req.get("filter") or None, seq, keep)
+        return {"success": True, "purged": purged}
+
+    def _names_request(self, payload: bytes) -> dict:
+        if _has_body(payload):
+            return J.decode_strict(payload, _NAMES_REQUEST, "JSApiStreamNamesRequest")
+        return {}
+
+    def _matching_streams(self, req: dict) -> list["Stream"]:
+        filt = req.get("subject") or ""
+        streams = sorted(self.js.streams.values(), key=lambda s: s.name)
+        if filt:
+            streams = [s for s in streams if s.subjects_overlap(filt)]
+        return streams
+
+    def stream_names(self, payload: bytes) -> dict:
+        req = self._names_request(payload)
+        streams = self._matching_streams(req)
+        offset = max(0, req.get("offset", 0))
+        page = [s.name for s in streams[offset:offset + NAMES_LIMIT]]
+        return {"total": len(streams), "offset": offset, "limit": NAMES_LIMIT,
+                "streams": page or None}
+
+    def stream_list(self, payload: bytes) -> dict:
+        req = self._names_request(payload)
+        streams = self._matching_streams(req)
+        offset = max(0, req.get("offset", 0))
+        page = [s.info_json(dynamic_metadata=False, cluster=False)
+                for s in streams[offset:offset + LIST_LIMIT]]
+        return {"total": len(streams), "offset": offset, "limit": LIST_LIMIT, "streams": page}
+
+    def msg_get(self, payload: bytes, name: str) -> dict:
+        from minijs.jetstream import msgget
+
+        if not payload.strip():
+            raise E.bad_request()
+        stream = self._stream(name)
+        return msgget.msg_get(stream.store, payload)
+
+    def msg_delete(self, payload: bytes, name: str) -> dict:
+        if not payload.strip():
+            raise E.bad_request()
+        stream = self._stream(name)
+        req = J.decode_strict(payload, _MSG_DELETE_REQUEST, "JSApiMsgDeleteRequest")
+        if stream.config.sealed:
+            raise E.stream_sealed()
+        if stream.config.deny_delete:
+            raise E.message_delete_not_permitted()
+        seq = req.get("seq", 0)
+        if not stream.remove_msg(seq, not req.get("no_erase", False)):
+            raise E.sequence_not_found(seq)
+        return {"success": True}
+
+    def stream_snapshot(self, payload: bytes, name: str) -> dict:
+        if not payload.strip():
+            raise E.bad_request()
+        self._stream(name)
+        raise E.stream_snapshot("minijs does not support stream snapshots")
+
+    def stream_restore(self, payload: bytes, name: str) -> dict:
+        if not payload.strip():
+            raise E.bad_request()
+        if self.js.lookup(name) is not None:
+            raise E.stream_name_exist_restore_failed()
+        raise E.stream_restore("minijs does not support stream restore")
+
+    # ------------------------------------------------------------------ direct get
+
+    def direct_get(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
+                   origin: Any, name: str, suffix: str | None) -> None:
+        from minijs.jetstream import msgget
+
+        stream = self.js.lookup(name)
+        if stream is None or not stream.config.allow_direct:
+            self.no_responders(subject, reply, origin)
+            return
+        if not reply:
+            return
+        if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
+            try:
+                self._check_api_level(hdr)
+            except E.ApiError:
+                self.server.publish(reply, None, wire.status_header(412, "Required Api Level"), b"")
+                return
+        replies = msgget.direct_get(stream.store, stream.name, payload, suffix,
+                                    self.server.config.max_pending)
+        publish = self.server.publish
+        for rhdr, body in replies:
+            publish(reply, None, rhdr, body)
+
+    def no_responders(self, subject: bytes, reply: bytes | None, origin: Any) -> None:
+        """What a requester sees when no per-stream/consumer subscription would serve it."""
+        if reply and origin is not None and getattr(origin, "no_responders", False):
+            self.server._no_responders(subject, reply, origin)
+
+    # ------------------------------------------------------------------ advisories
+
+    def advise(self, subject: str, event_type: str, fields: dict) -> None:
+        """Publish an advisory, only when something listens (as nats-server does)."""
+        subj = subject.encode()
+        if not self.server.sublist.has_interest(subj):
+            return
+        body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
+                "timestamp": J.go_time(self.server.clock.time_ns())}
+        body.update(fields)
+        self.server.publish(subj, None, None, J.dumps(body))
+
+    def advise_stream(self, name: str, action: str) -> None:
+        what = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
+        self.advise(f"$JS.EVENT.ADVISORY.STREAM.{what}.{name}", "advisory.v1.stream_action",
+                    {"stream": name, "action": action})
+
+
+_NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def new_id(n: int = 22) -> str:
+    """A NUID-shaped random id (22 base-62 characters)."""
+    return "".join(secrets.choice(_NUID_ALPHABET) for _ in range(n))
+
+
+#: Non-omitempty fields that nats-server still emits next to ``error``.
+_ERROR_EXTRAS: dict[str, dict] = {
+    "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
+    "stream_purge_response": {"purged": 0},
+    "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+    "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": None},
+    "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": None},
+}
+
+
+class _NoConsumers:
+    """Consumer endpoints before the consumer layer exists: a stream has no consumers, so
+    lookups find none and creation is refused with a clear error (never a silent success)."""
+
+    def __init__(self, api: JetStreamApi) -> None:
+        self.api = api
+
+    def route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
+        n = len(t)
+        if n < 3:
+            return None
+        op = t[1]
+        if op in ("CREATE", "DURABLE"):
+            if op == "DURABLE" and (n != 5 or t[2] != "CREATE"):
+                return None
+            return "json", "consumer_create_response", self.create, (t[3] if op == "DURABLE" else t[2],)
+        if op in ("NAMES", "LIST") and n == 3:
+            return "json", f"consumer_{op.lower()}_response", self.names if op == "NAMES" else self.list, (t[2],)
+        if n == 4 and op in ("INFO", "DELETE", "PAUSE", "UNPIN"):
+            return "json", f"consumer_{op.lower()}_response", self.missing, (t[2],)
+        if n == 5 and op == "MSG" and t[2] == "NEXT":
+            return "raw", "", self.msg_next, ()
+        if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
+            return "json", "consumer_leader_stepdown_response", self.api.cluster_only, ()
+        return None
+
+    def create(self, payload: bytes, stream: str) -> dict:
+        self.api._stream(stream)
+        raise E.consumer_create("minijs does not support consumers yet")
+
+    def names(self, payload: bytes, stream: str) -> dict:
+        self.api._stream(stream)
+        return {"total": 0, "offset": 0, "limit": NAMES_LIMIT, "consumers": []}
+
+    def list(self, payload: bytes, stream: str) -> dict:
+        self.api._stream(stream)
+        return {"total": 0, "offset": 0, "limit": LIST_LIMIT, "consumers": []}
+
+    def missing(self, payload: bytes, stream: str) -> dict:
+        self.api._stream(stream)
+        raise E.consumer_not_found()
+
+    def msg_next(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
+                 origin: Any) -> None:
+        self.api.no_responders(subject, reply, origin)

@@ -1,0 +1,252 @@
+"""The JetStream engine of one server (one account, ``$G``): streams, API counters, recovery.
+
+Attached to :attr:`Server.jetstream` when the server starts with ``jetstream=True`` (``-js``).
+It owns the streams; each stream owns its store and its consumers. The API layer
+(:mod:`minijs.jetstream.api`) translates requests into calls on this object.
+
+Storage: memory streams live in the process. File streams are LMDB environments under
+``<store_dir>/jetstream/$G/streams/<name>`` (nats-server's layout). With no store directory
+configured, file streams go to a private temporary directory removed at shutdown, so the
+embedded default leaves nothing behind.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.configs import StreamConfig, stream_config_from_dict
+from minijs.jetstream.store import open_store, stream_store_path
+from minijs.jetstream.stream import Stream
+
+if TYPE_CHECKING:
+    from minijs.server import Server
+
+#: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
+#: commits survive a killed process without an fsync, so minijs syncs on the same period.
+SYNC_INTERVAL = 120.0
+
+
+class JetStream:
+    """JetStream for one server."""
+
+    def __init__(self, server: "Server") -> None:
+        self.server = server
+        self.clock = server.clock
+        self.log = server.log
+        self.streams: dict[str, Stream] = {}
+        self.api_total = 0
+        self.api_errors = 0
+        config = server.config
+        self._temp_dir: str | None = None
+        self.store_dir: str | None = config.store_dir
+        self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
+        self.max_storage = config.max_file_store if config.max_file_store is not None else -1
+        self._dirty: dict[int, Stream] = {}
+        self._flush_scheduled = False
+        self._sync_timer: Any = None
+        self.api: Any = None
+        self.started = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        from minijs.jetstream.api import JetStreamApi
+
+        if self.store_dir:
+            Path(self.store_dir).mkdir(parents=True, exist_ok=True)
+            self._recover()
+        self.api = JetStreamApi(self)
+        self.api.start()
+        self.started = True
+        where = self.store_dir or "(memory only; file streams use a temporary directory)"
+        self.log.info("Starting JetStream")
+        self.log.info(f"  Storage directory:  {where}")
+        self.log.info(f"  API level:          5")
+        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
+
+    def stop(self) -> None:
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
+        if self.api is not None:
+            self.api.stop()
+        for stream in list(self.streams.values()):
+            try:
+                stream.close()
+            except Exception as exc:  # keep closing the others
+                self.log.error(f"closing stream {stream.name}: {exc}")
+        self.streams.clear()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+        self.started = False
+
+    def _periodic_sync(self) -> None:
+        for stream in self.streams.values():
+            sync = getattr(stream.store, "sync", None)
+            if sync is not None:
+                sync()
+        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
+
+    def _streams_dir(self) -> Path:
+        if self.store_dir:
+            return stream_store_path(self.store_dir, "x").parent
+        if self._temp_dir is None:
+            self._temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
+        return stream_store_path(self._temp_dir, "x").parent
+
+    def _recover(self) -> None:
+        """Reopen every file stream found under the store directory."""
+        root = self._streams_dir()
+        if not root.is_dir():
+            return
+        for path in sorted(root.iterdir()):
+            if not path.is_dir():
+                continue
+            try:
+                store = open_store("file", path)
+            except Exception as exc:
+                self.log.error(f"Error recovering stream in {path}: {exc}")
+                continue
+            raw = store.get_meta("stream")
+            if raw is None:
+                store.close()
+                continue
+            doc = J.parse_json(raw)
+            cfg = stream_config_from_dict(doc["config"])
+            stream = Stream(self, cfg, int(doc["created"]), store)
+            self.streams[cfg.name] = stream
+            stream.start()
+            st = store.state()
+            self.log.info(f"  Restored {st.msgs} messages for stream '$G > {cfg.name}'")
+
+    # ------------------------------------------------------------------ streams
+
+    def create_stream(self, cfg: StreamConfig) -> Stream:
+        if cfg.storage == "file":
+            path = self._streams_dir() / cfg.name
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            store = open_store("file", path, sync=False)
+        else:
+            store = open_store("memory")
+        if cfg.first_seq > 1:
+            store.compact(cfg.first_seq)
+        stream = Stream(self, cfg, self.clock.time_ns(), store)
+        self.streams[cfg.name] = stream
+        stream.save_config()
+        stream.start()
+        self.flush_now(stream)
+        return stream
+
+    def delete_stream(self, stream: Stream) -> None:
+        self.streams.pop(stream.name, None)
+        self._dirty.pop(id(stream), None)
+        self.delete_consumers(stream)
+        stream.delete()
+
+    def lookup(self, name: str) -> Stream | None:
+        return self.streams.get(name)
+
+    # ------------------------------------------------------------------ durability
+
+    def mark_dirty(self, stream: Stream) -> None:
+        """A stream has buffered writes (and maybe acks waiting): commit at the end of this turn."""
+        self._dirty[id(stream)] = stream
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        dirty = self._dirty
+        self._dirty = {}
+        for stream in dirty.values():
+            if not stream.closed:
+                try:
+                    stream.flush()
+                except Exception as exc:
+                    self.log.error(f"JetStream store flush failed for '{stream.name}': {exc}")
+
+    def flush_now(self, stream: Stream) -> None:
+        self._dirty.pop(id(stream), None)
+        stream.flush()
+
+    # ------------------------------------------------------------------ consumer hooks
+    # Consumers arrive with issue 4; until then a stream has none and these do nothing.
+
+    def signal_consumers(self, stream: Stream, seq: int, subject: str) -> None:
+        for consumer in list(stream.consumers.values()):
+            consumer.signal(seq, subject)
+
+    def on_stream_removed(self, stream: Stream, seqs: list[int]) -> None:
+        for consumer in list(stream.consumers.values()):
+            consumer.on_removed(seqs)
+
+    def on_stream_purged(self, stream: Stream, subject: str | None, seq: int, keep: int) -> None:
+        for consumer in list(stream.consumers.values()):
+            consumer.on_purged(subject, seq, keep)
+
+    def delete_consumers(self, stream: Stream) -> None:
+        for consumer in list(stream.consumers.values()):
+            consumer.delete()
+        stream.consumers.clear()
+
+    # ------------------------------------------------------------------ reports
+
+    def usage(self) -> tuple[int, int]:
+        """(memory bytes, storage bytes) used by all streams."""
+        mem = sto = 0
+        for s in self.streams.values():
+            if s.config.storage == "memory":
+                mem += s.store.bytes
+            else:
+                sto += s.store.bytes
+        return mem, sto
+
+    def num_consumers(self) -> int:
+        return sum(len(s.consumers) for s in self.streams.values())
+
+    def account_info(self) -> dict:
+        mem, sto = self.usage()
+        return {
+            "memory": mem,
+            "storage": sto,
+            "reserved_memory": 0,
+            "reserved_storage": 0,
+            "streams": len(self.streams),
+            "consumers": self.num_consumers(),
+            "limits": {
+                "max_memory": -1,
+                "max_storage": -1,
+                "max_streams": -1,
+                "max_consumers": -1,
+                "max_ack_pending": -1,
+                "memory_max_stream_bytes": -1,
+                "storage_max_stream_bytes": -1,
+                "max_bytes_required": False,
+            },
+            "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
+        }
+
+    def varz(self) -> dict:
+        mem, sto = self.usage()
+        config: dict[str, Any] = {"max_memory": self.max_memory, "max_storage": self.max_storage}
+        if self.store_dir:
+            config["store_dir"] = str(self.store_dir)
+        return {
+            "config": config,
+            "stats": {
+                "memory": mem,
+                "storage": sto,
+                "reserved_memory": 0,
+                "reserved_storage": 0,
+                "accounts": 1,
+                "ha_assets": 0,
+                "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
+            },
+        }

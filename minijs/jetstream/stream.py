@@ -1,0 +1,512 @@
+"""A stream: its config, its store, its subscriptions, and the publish path.
+
+A stream is an internal subscriber on its subjects (``Server.subscribe_internal``): every PUB or
+HPUB routed to one of them lands in :meth:`Stream._on_publish`, whoever sent it. The checks run
+in nats-server's order (``processJetStreamMsg``; reference ``jetstream-behavior.md`` §2.2) and
+the first failure becomes the pub ack error.
+
+Pub acks of file streams are sent only after the LMDB transaction carrying the message has
+committed: the stream queues them and asks the engine for a flush at the end of this event-loop
+turn, so a pipelined burst of publishes shares one commit (see :meth:`JetStream.flush_soon`).
+Memory streams ack at once.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from minijs.core import subjects as _subjects
+from minijs.jetstream import errors as E
+from minijs.jetstream import headers as H
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.configs import StreamConfig, to_json_dict
+from minijs.jetstream.store import Store
+from minijs.jetstream.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from minijs.core.sublist import Subscription
+    from minijs.jetstream.engine import JetStream
+
+MAX_HEADER_SIZE = 64 * 1024 - 1
+_SECOND = 1_000_000_000
+
+# Go time.ParseDuration units, in nanoseconds.
+_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
+              "m": 60 * _SECOND, "h": 3600 * _SECOND}
+_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> int | None:
+    """Go ``time.ParseDuration`` → ns, or None when it would fail."""
+    s = text
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        return None
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        m = _DUR_PART.match(s, pos)
+        if m is None or m.group(1) in ("", "."):
+            return None
+        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
+        pos = m.end()
+    ns = int(total)
+    return -ns if neg else ns
+
+
+def parse_msg_ttl(value: str) -> int:
+    """``Nats-TTL`` → seconds (``-1`` for ``never``); raises 10165 when invalid."""
+    if value.lower() == "never":
+        return -1
+    dur = parse_go_duration(value)
+    if dur is not None:
+        if dur < _SECOND:
+            raise E.ttl_invalid()
+        return dur // _SECOND
+    if not value.isdigit():
+        raise E.ttl_invalid()
+    return int(value)
+
+
+def _parse_uint(value: str) -> int:
+    """nats-server's ``parseInt64`` on an expected-sequence header: garbage reads as -1, which
+    as a uint64 never matches a real sequence."""
+    return int(value) if value.isdigit() else (1 << 64) - 1
+
+
+class Stream:
+    """One stream. Owns its store; the engine owns the streams."""
+
+    def __init__(self, engine: "JetStream", config: StreamConfig, created: int, store: Store) -> None:
+        self.engine = engine
+        self.server = engine.server
+        self.clock = engine.server.clock
+        self.config = config
+        self.name = config.name
+        self.created = created
+        self.store = store
+        self.consumers: dict[str, Any] = {}
+        self.closed = False
+        self._subs: list[Subscription] = []
+        self._dedup: dict[str, tuple[int, int]] = {}
+        self._dedup_order: deque[tuple[int, str]] = deque()
+        self._last_msg_id = ""
+        self._expiry_timer: Any = None
+        self._expiry_at = 0
+        self._pending_acks: list[tuple[bytes, bytes]] = []
+        self._transform: Any = None
+        self._republish: Any = None
+        self._ack_prefix = b""
+        self._apply_config(config)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _apply_config(self, cfg: StreamConfig) -> None:
+        self.config = cfg
+        self._ack_prefix = b'{"stream":' + J.dumps(cfg.name) + b',"seq":'
+        self._transform = None
+        if cfg.subject_transform and cfg.subject_transform.get("dest"):
+            from minijs.jetstream.transform import SubjectTransform
+            self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
+                                               cfg.subject_transform["dest"])
+        self._republish = None
+        if cfg.republish and cfg.republish.get("dest"):
+            from minijs.jetstream.transform import SubjectTransform
+            self._republish = SubjectTransform(cfg.republish.get("src", "") or ">",
+                                               cfg.republish["dest"])
+
+    def start(self) -> None:
+        """Subscribe to the stream's subjects and arm the expiry timer."""
+        for subject in self.config.subjects or ():
+            self._subs.append(self.server.subscribe_internal(subject, self._on_publish))
+        self._rebuild_dedup()
+        last = self.store.load_last()
+        self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
+        self._schedule_expiry()
+
+    def update(self, cfg: StreamConfig) -> None:
+        """Apply an already validated config change (subjects, limits, flags)."""
+        old = self.config
+        self._apply_config(cfg)
+        if (old.subjects or []) != (cfg.subjects or []):
+            for sub in self._subs:
+                self.server.unsubscribe_internal(sub)
+            self._subs = [self.server.subscribe_internal(s, self._on_publish) for s in cfg.subjects or ()]
+        removed = self.store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
+        if cfg.max_msgs_per_subject > 0:
+            for subject in list(self.store.subject_state().keys()):
+                removed += self.store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
+        self._on_removed(removed)
+        self._schedule_expiry()
+        self.save_config()
+
+    def save_config(self) -> None:
+        """Persist config and creation time in the store's metadata (file streams recover them)."""
+        doc = {"config": to_json_dict(self.config, dynamic_metadata=False), "created": self.created}
+        self.store.put_meta("stream", J.dumps(doc))
+        self.engine.mark_dirty(self)
+
+    def stop(self) -> None:
+        for sub in self._subs:
+            self.server.unsubscribe_internal(sub)
+        self._subs = []
+        if self._expiry_timer is not None:
+            self._expiry_timer.cancel()
+            self._expiry_timer = None
+        self.closed = True
+
+    def close(self) -> None:
+        """Stop and release the store (server shutdown: data stays)."""
+        self.stop()
+        self.flush()
+        self.store.close()
+
+    def delete(self) -> None:
+        """Stop and remove all data."""
+        self.stop()
+        self._pending_acks = []
+        self.store.delete()
+
+    # ------------------------------------------------------------------ publish path
+
+    def _on_publish(self, sub: "Subscription", subject: bytes, reply: bytes | None,
+                    hdr: bytes | None, payload: bytes, origin: Any) -> None:
+        if self.closed:
+            return
+        try:
+            ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
+        except E.ApiError as err:
+            if reply and not self.config.no_ack:
+                body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
+                        + b',"seq":0}')
+                self.server.publish(reply, None, None, body)
+            return
+        if ack is not None and reply and not self.config.no_ack:
+            if self.store.pending_writes:
+                self._pending_acks.append((reply, ack))
+                self.engine.mark_dirty(self)
+            else:
+                self.server.publish(reply, None, None, ack)
+
+    def process(self, subject: str, hdr: bytes | None, data: bytes,
+                reply: bytes | None = None) -> bytes | None:
+        """Store one published message; return the pub ack payload (or raise ``ApiError``)."""
+        cfg = self.config
+        store = self.store
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
+        if cfg.sealed:
+            raise E.stream_sealed()
+        ttl = 0
+        msg_id = ""
+        rollup = ""
+        if hdr:
+            hdr = H.strip_status(hdr)
+            h = H.parse(hdr)
+            if H.INCR in h:
+                raise E.message_incr_disabled()
+            exp = h.get(H.EXPECTED_STREAM)
+            if exp and exp != self.name:
+                raise E.expected_stream_mismatch()
+            ttl_text = h.get(H.TTL)
+            if ttl_text is not None and not cfg.allow_msg_ttl:
+                raise E.ttl_disabled()
+            if H.EXPECTED_LAST_SUBJ_SEQ in h:
+                want = _parse_uint(h[H.EXPECTED_LAST_SUBJ_SEQ])
+                on = h.get(H.EXPECTED_LAST_SUBJ_SEQ_SUBJ) or subject
+                have = store.last_seq_for_subject(on)
+                if want != have:
+                    raise E.wrong_last_sequence(have)
+            elif h.get(H.EXPECTED_LAST_SUBJ_SEQ_SUBJ):
+                raise E.stream_expected_last_seq_per_subject_invalid()
+            if H.EXPECTED_LAST_SEQ in h:
+                want = _parse_uint(h[H.EXPECTED_LAST_SEQ])
+                if want != store.last_seq:
+                    raise E.wrong_last_sequence(store.last_seq)
+            if H.STREAM_SOURCE in h:
+                raise E.message_source_hdr_not_allowed()
+            msg_id = h.get(H.MSG_ID, "")
+            if msg_id:
+                dup = self._check_dedup(msg_id)
+                if dup:
+                    return (self._ack_prefix + b"%d" % dup + b',"duplicate": true}')
+            exp_id = h.get(H.EXPECTED_LAST_MSG_ID)
+            if exp_id and exp_id != self._last_msg_id:
+                raise E.wrong_last_msg_id(self._last_msg_id)
+            rollup = h.get(H.ROLLUP, "")
+            if rollup:
+                if not cfg.allow_rollup_hdrs or cfg.deny_purge:
+                    raise E.rollup_not_permitted()
+                rollup = rollup.lower()
+                if rollup not in ("sub", "all"):
+                    raise E.rollup_value_invalid(h[H.ROLLUP])
+            if ttl_text is not None:
+                ttl = parse_msg_ttl(ttl_text)
+                sdm = cfg.subject_delete_marker_ttl
+                if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
+                    ttl = sdm // _SECOND
+                    hdr = H.set_value(hdr, H.TTL, str(ttl))
+        mms = cfg.max_msg_size
+        if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
+            raise E.message_size_exceeds_maximum()
+        if hdr and len(hdr) > MAX_HEADER_SIZE:
+            raise E.stream_header_exceeds_maximum()
+        now = self.clock.time_ns()
+        if cfg.retention == "interest" and not self._has_interest(subject):
+            seq = store.skip_msg(now)
+            if msg_id:
+                self._record_dedup(msg_id, seq, now)
+            self.engine.mark_dirty(self)
+            return self._ack_prefix + b"%d}" % seq
+        if cfg.discard == "new":
+            self._check_discard_new(subject, hdr, data, bool(rollup))
+        seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
+        if msg_id:
+            self._record_dedup(msg_id, seq, ts)
+        self._last_msg_id = msg_id
+        removed: list[int] = []
+        if rollup == "sub":
+            store.purge(subject, seq)
+        elif rollup == "all":
+            store.compact(seq)
+        if cfg.max_msgs_per_subject > 0:
+            removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
+        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
+            removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
+        if removed:
+            self._on_removed(removed)
+        if (cfg.max_age or ttl) and self._expiry_timer is None:
+            self._schedule_expiry()
+        if self._republish is not None:
+            self._do_republish(seq, subject, hdr, data, ts)
+        if self.consumers:
+            self.engine.signal_consumers(self, seq, subject)
+        return self._ack_prefix + b"%d}" % seq
+
+    def _check_discard_new(self, subject: str, hdr: bytes | None, data: bytes, rollup: bool) -> None:
+        """Store-level discard-new rules (memstore/filestore ``storeRawMsg``)."""
+        cfg = self.config
+        store = self.store
+        at_subject_limit = False
+        first_on_subject = 0
+        if cfg.max_msgs_per_subject > 0:
+            if store.msgs_for_subject(subject) >= cfg.max_msgs_per_subject:
+                if cfg.discard_new_per_subject and not rollup:
+                    raise E.max_msgs_per_subject_exceeded()
+                at_subject_limit = True
+                first_on_subject = store.first_seq_for_subject(subject)
+        if cfg.max_msgs > 0 and store.msgs >= cfg.max_msgs and not at_subject_limit:
+            raise E.max_msgs_exceeded()
+        if cfg.max_bytes > 0:
+            if store.storage == "memory":
+                size = store.msg_size(subject, hdr, data)
+                if store.bytes + size >= cfg.max_bytes:
+                    if not at_subject_limit or store.size_of(first_on_subject) < size:
+                        raise E.max_bytes_exceeded()
+            else:
+                raw = len(data) + (len(hdr) if hdr else 0)
+                if store.bytes + raw >= cfg.max_bytes:
+                    if not at_subject_limit or store.size_of(first_on_subject) <= raw:
+                        raise E.max_bytes_exceeded()
+
+    def _has_interest(self, subject: str) -> bool:
+        """Interest retention: does any consumer's filter match ``subject``?"""
+        for consumer in self.consumers.values():
+            if consumer.matches(subject):
+                return True
+        return False
+
+    def _do_republish(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int) -> None:
+        dest = self._republish.apply(subject)
+        if dest is None:
+            return
+        last = self.store.last_seq_for_subject(subject, seq - 1) if seq > 1 else 0
+        pairs = [("Nats-Stream", self.name), ("Nats-Subject", subject), ("Nats-Sequence", str(seq)),
+                 ("Nats-Time-Stamp", J.go_time(ts)), ("Nats-Last-Sequence", str(last))]
+        body = data
+        if self.config.republish.get("headers_only"):
+            pairs.append(("Nats-Msg-Size", str(len(data))))
+            body = b""
+        self.server.publish(dest.encode(), None, H.append(hdr, pairs), body)
+
+    def flush(self) -> None:
+        """Commit buffered writes, then send the acks that waited for them."""
+        if self.store.closed:
+            return
+        self.store.flush()
+        acks = self._pending_acks
+        if acks:
+            self._pending_acks = []
+            publish = self.server.publish
+            for reply, ack in acks:
+                publish(reply, None, None, ack)
+
+    # ------------------------------------------------------------------ dedup
+
+    def _window(self) -> int:
+        return self.config.duplicate_window
+
+    def _prune_dedup(self, now: int) -> None:
+        cutoff = now - self._window()
+        order = self._dedup_order
+        dedup = self._dedup
+        while order and order[0][0] <= cutoff:
+            ts, msg_id = order.popleft()
+            entry = dedup.get(msg_id)
+            if entry is not None and entry[1] == ts:
+                del dedup[msg_id]
+
+    def _check_dedup(self, msg_id: str) -> int:
+        if self._window() <= 0 or not self._dedup:
+            return 0
+        self._prune_dedup(self.clock.time_ns())
+        entry = self._dedup.get(msg_id)
+        return entry[0] if entry else 0
+
+    def _record_dedup(self, msg_id: str, seq: int, ts: int) -> None:
+        if self._window() <= 0:
+            return
+        self._dedup[msg_id] = (seq, ts)
+        self._dedup_order.append((ts, msg_id))
+
+    def _rebuild_dedup(self) -> None:
+        """After a restart: ids of stored messages still inside the window (nats-server does
+        the same from its store)."""
+        window = self._window()
+        if window <= 0 or self.store.msgs == 0:
+            return
+        now = self.clock.time_ns()
+        seq = self.store.first_seq_at_or_after_time(now - window)
+        while True:
+            sm = self.store.load_next(seq)
+            if sm is None:
+                break
+            if sm.hdr:
+                mid = H.parse(sm.hdr).get(H.MSG_ID)
+                if mid:
+                    self._record_dedup(mid, sm.seq, sm.ts)
+            seq = sm.seq + 1
+
+    # ------------------------------------------------------------------ expiry (max_age, TTL)
+
+    def _schedule_expiry(self) -> None:
+        if self.closed:
+            return
+        when = self.store.next_expiration(self.config.max_age)
+        if when is None:
+            if self._expiry_timer is not None:
+                self._expiry_timer.cancel()
+                self._expiry_timer = None
+            return
+        if self._expiry_timer is not None:
+            if self._expiry_at <= when:
+                return
+            self._expiry_timer.cancel()
+        delay = max(0.0, (when - self.clock.time_ns()) / 1e9)
+        self._expiry_at = when
+        self._expiry_timer = self.clock.call_later(delay, self._expire)
+
+    def _expire(self) -> None:
+        self._expiry_timer = None
+        if self.closed:
+            return
+        now = self.clock.time_ns()
+        cfg = self.config
+        sdm = cfg.subject_delete_marker_ttl
+        due: list[int] = []
+        if cfg.max_age > 0:
+            due += self.store.expire_before(now - cfg.max_age, remove=False)
+        due += self.store.expire_ttls(now, remove=False)
+        removed: list[int] = []
+        markers: list[str] = []
+        for seq in sorted(set(due)):
+            sm = self.store.load(seq)
+            if sm is None:
+                continue
+            is_marker = bool(sm.hdr) and H.MARKER_REASON.encode() in sm.hdr
+            if self.store.remove(seq):
+                removed.append(seq)
+                if sdm > 0 and not is_marker and self.store.msgs_for_subject(sm.subject) == 0:
+                    markers.append(sm.subject)
+        for subject in markers:
+            hdr = H.build([(H.MARKER_REASON, "MaxAge"), (H.TTL, J.go_duration(sdm)), (H.ROLLUP, "sub")])
+            self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
+            self._last_msg_id = ""
+        if removed or markers:
+            self._on_removed(removed)
+            self.engine.mark_dirty(self)
+        self._schedule_expiry()
+
+    def _on_removed(self, seqs: list[int]) -> None:
+        """Messages left the store (limits, expiry, purge): let consumers forget them."""
+        if seqs and self.consumers:
+            self.engine.on_stream_removed(self, seqs)
+
+    # ------------------------------------------------------------------ operations for the API
+
+    def purge(self, subject: str | None, seq: int, keep: int) -> int:
+        n = self.store.purge(subject or None, seq, keep)
+        self.engine.mark_dirty(self)
+        if self.consumers:
+            self.engine.on_stream_purged(self, subject, seq, keep)
+        return n
+
+    def remove_msg(self, seq: int, erase: bool) -> bool:
+        ok = self.store.remove(seq, erase)
+        if ok:
+            self.engine.mark_dirty(self)
+            self._on_removed([seq])
+        return ok
+
+    def load(self, seq: int) -> StoredMessage | None:
+        return self.store.load(seq)
+
+    # ------------------------------------------------------------------ JSON views
+
+    def state_json(self, *, deleted_details: bool = False, subjects_filter: str | None = None,
+                   subjects_window: tuple[int, int] | None = None) -> dict:
+        st = self.store.state(deleted_details=deleted_details)
+        out: dict[str, Any] = {
+            "messages": st.msgs,
+            "bytes": st.bytes,
+            "first_seq": st.first_seq,
+            "first_ts": J.go_time(st.first_ts),
+            "last_seq": st.last_seq,
+            "last_ts": J.go_time(st.last_ts),
+        }
+        if st.num_subjects:
+            out["num_subjects"] = st.num_subjects
+        if subjects_filter:
+            subjects = self.store.subject_state(subjects_filter)
+            if subjects_window is not None:
+                offset, limit = subjects_window
+                keys = list(subjects)[offset:offset + limit]
+                subjects = {k: subjects[k] for k in keys}
+            if subjects:
+                out["subjects"] = J.go_map(subjects)
+        if st.num_deleted:
+            out["num_deleted"] = st.num_deleted
+        if deleted_details and st.deleted:
+            out["deleted"] = st.deleted
+        out["consumer_count"] = len(self.consumers)
+        return out
+
+    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, **state_kw: Any) -> dict:
+        out: dict[str, Any] = {
+            "config": to_json_dict(self.config, dynamic_metadata=dynamic_metadata),
+            "created": J.go_time(self.created),
+            "state": self.state_json(**state_kw),
+        }
+        if cluster:
+            out["cluster"] = {"leader": self.server.server_name}
+        out["ts"] = J.go_time(self.clock.time_ns())
+        return out
+
+    def subjects_overlap(self, filter_subject: str) -> bool:
+        return any(_subjects.subjects_overlap(s, filter_subject) for s in self.config.subjects or ())
