@@ -98,17 +98,23 @@ class JetStreamApi:
             except E.ApiError:
                 pass
             return
-        self.js.api_total += 1
         try:
             if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
                 self._check_api_level(hdr)
             fields = handler(payload, *args)
             body = {"type": TYPE_PREFIX + rtype}
             body.update(fields)
-        except E.ApiError as err:
+        except Exception as exc:
+            if isinstance(exc, E.ApiError):
+                err = exc
+            else:  # a bug: answer like nats-server's wrapped internal error, keep serving
+                self.js.log.error(f"JetStream API {subject.decode(errors='replace')}: {exc!r}")
+                err = E.ApiError(500, 10049 if "stream" in rtype else 10012, str(exc))
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
+        # Counted after the reply is built: INFO on a fresh server reports total 0.
+        self.js.api_total += 1
         self.server.publish(reply, None, None, J.dumps(body))
 
     @staticmethod
@@ -263,14 +269,14 @@ class JetStreamApi:
         return {"success": True}
 
     def stream_purge(self, payload: bytes, name: str) -> dict:
+        req: dict = {}
+        if _has_body(payload):
+            req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
         stream = self._stream(name)
         if stream.config.sealed:
             raise E.stream_sealed()
         if stream.config.deny_purge:
             raise E.purge_not_permitted()
-        req: dict = {}
-        if _has_body(payload):
-            req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
         seq, keep = req.get("seq", 0), req.get("keep", 0)
         if seq > 0 and keep > 0:
             raise E.bad_request()
@@ -323,6 +329,12 @@ class JetStreamApi:
         if stream.config.deny_delete:
             raise E.message_delete_not_permitted()
         seq = req.get("seq", 0)
+        if stream.config.storage == "file":
+            # The file store reports these itself, wrapped as 500/10057 (observed on 2.15.1).
+            if seq == 0:
+                raise E.stream_msg_delete_failed("no message found")
+            if seq > stream.store.last_seq:
+                raise E.stream_msg_delete_failed("stream store EOF")
         if not stream.remove_msg(seq, not req.get("no_erase", False)):
             raise E.sequence_not_found(seq)
         return {"success": True}

@@ -181,7 +181,12 @@ class Stream:
             return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
-        except E.ApiError as err:
+        except Exception as exc:
+            if isinstance(exc, E.ApiError):
+                err = exc
+            else:  # a bug or a store failure: the publisher hears about it, the server lives
+                self.engine.log.error(f"JetStream stream '{self.name}' store failed: {exc!r}")
+                err = E.stream_store_failed(str(exc))
             if reply and not self.config.no_ack:
                 body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
                         + b',"seq":0}')
@@ -408,7 +413,9 @@ class Stream:
             if self._expiry_at <= when:
                 return
             self._expiry_timer.cancel()
-        delay = max(0.0, (when - self.clock.time_ns()) / 1e9)
+        # A hair late rather than early: a timer that fires before its due time would find
+        # nothing to expire and re-arm itself with no delay.
+        delay = max(0.001, (when - self.clock.time_ns()) / 1e9 + 1e-6)
         self._expiry_at = when
         self._expiry_timer = self.clock.call_later(delay, self._expire)
 

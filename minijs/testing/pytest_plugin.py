@@ -3,8 +3,9 @@
 Fixtures:
 
 ``minijs_server``
-    A fresh server for one test, running on a background thread so it serves sync and async
-    tests alike. Configure it with ``@pytest.mark.minijs(max_payload=1024, ...)`` (any
+    A fresh server for one test, with JetStream (memory and file streams; file streams in a
+    temporary directory unless ``store_dir`` is given), running on a background thread so it
+    serves sync and async tests alike. Configure it with ``@pytest.mark.minijs(max_payload=1024, ...)`` (any
     :class:`~minijs.ServerConfig` field).
 ``minijs_url``
     That server's ``nats://`` URL.
@@ -42,6 +43,7 @@ def minijs_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     options = _marker_options(request)
     options.pop("clock", None)  # a virtual clock belongs to an in-loop server
     options.setdefault("port", 0)
+    options.setdefault("jetstream", True)
     with ServerThread(**options) as server:
         yield server
 
@@ -53,7 +55,7 @@ def minijs_url(minijs_server: ServerThread) -> str:
 
 @pytest.fixture(scope="session")
 def minijs_session_server() -> Iterator[ServerThread]:
-    with ServerThread(port=0) as server:
+    with ServerThread(port=0, jetstream=True) as server:
         yield server
 
 
@@ -74,6 +76,7 @@ if pytest_asyncio is not None:
         options = _marker_options(request)
         clock = options.pop("clock", None)
         options.setdefault("port", 0)
+        options.setdefault("jetstream", True)
         server = Server(clock=clock, **options)
         await server.start()
         try:
