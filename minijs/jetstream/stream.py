@@ -331,6 +331,9 @@ class Stream:
         dest = self._republish.apply(subject)
         if dest is None:
             return
+        target = dest.encode("utf-8", "surrogateescape")
+        if not _subjects.is_valid_literal_subject(target):
+            return  # nats-server drops a republish whose mapped subject is not publishable
         last = self.store.last_seq_for_subject(subject, seq - 1) if seq > 1 else 0
         pairs = [("Nats-Stream", self.name), ("Nats-Subject", subject), ("Nats-Sequence", str(seq)),
                  ("Nats-Time-Stamp", J.go_time(ts)), ("Nats-Last-Sequence", str(last))]
@@ -338,7 +341,7 @@ class Stream:
         if self.config.republish.get("headers_only"):
             pairs.append(("Nats-Msg-Size", str(len(data))))
             body = b""
-        self.server.publish(dest.encode(), None, H.append(hdr, pairs), body)
+        self.server.publish(target, None, H.append(hdr, pairs), body)
 
     def flush(self) -> None:
         """Commit buffered writes, then send the acks that waited for them."""
