@@ -8,7 +8,7 @@ target named ``url``). The suite talks to servers only over the network — noth
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import nats
@@ -16,6 +16,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 
 from conformance.helpers import NatsFactory, RawFactory, SpawnFn
+from conformance.jshelpers import JsClient, unique_name
 from conformance.rawclient import RawClient
 from conformance.report import ConformanceReport
 from conformance.servers import (
@@ -98,8 +99,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 class ServerPool:
     """Session-wide default servers, one per target, spawned on first use."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, jetstream: bool = False) -> None:
         self.config = config
+        self.jetstream = jetstream
         self.servers: dict[str, Endpoint] = {}
         self.errors: dict[str, str] = {}
 
@@ -112,7 +114,7 @@ class ServerPool:
                 self.servers[target] = endpoint_from_url(self.config.getoption("--url"))
             else:
                 try:
-                    self.servers[target] = spawn_server(target)
+                    self.servers[target] = spawn_server(target, jetstream=self.jetstream)
                 except Exception as exc:
                     self.errors[target] = str(exc)
                     raise
@@ -141,21 +143,41 @@ def server(target: str, server_pool: ServerPool) -> Endpoint:
 def spawn(target: str) -> Iterator[SpawnFn]:
     """Factory for a specially configured server of this target, stopped after the test.
 
-    ``spawn(args=[...], config="nats config text")``. Skips for the external ``url`` target,
+    ``spawn(args=[...], config="nats config text", jetstream=False)``; ``jetstream=True`` adds
+    ``-js`` with a private store directory. Skips for the external ``url`` target,
     which cannot be reconfigured.
     """
     started: list[ServerProcess] = []
 
-    def _spawn(args: list[str] | None = None, config: str | None = None) -> ServerProcess:
+    def _spawn(
+        args: list[str] | None = None, config: str | None = None, jetstream: bool = False
+    ) -> ServerProcess:
         if target == URL_TARGET:
             pytest.skip("needs a specially configured server; not possible with --url")
-        proc = spawn_server(target, args=args, config=config)
+        proc = spawn_server(target, args=args, config=config, jetstream=jetstream)
         started.append(proc)
         return proc
 
     yield _spawn
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture(scope="session")
+def js_server_pool(pytestconfig: pytest.Config) -> Iterator[ServerPool]:
+    pool = ServerPool(pytestconfig, jetstream=True)
+    yield pool
+    pool.stop()
+
+
+@pytest.fixture
+def js_server(target: str, js_server_pool: ServerPool) -> Endpoint:
+    """The shared JetStream server of this target (``-js -sd <tempdir>``, no auth).
+
+    With ``--url`` the external server is used as is and must have JetStream enabled. Cases
+    share it, so they use unique stream names and subjects (see ``jshelpers``).
+    """
+    return js_server_pool.get(target)
 
 
 # ---------------------------------------------------------------------- clients
@@ -203,3 +225,78 @@ async def nats_connect(server: Endpoint) -> AsyncIterator[NatsFactory]:
 def subject() -> str:
     """A unique subject prefix so cases never see each other's traffic."""
     return f"conf.{uuid.uuid4().hex[:12]}"
+
+
+# ---------------------------------------------------------------------- JetStream clients
+
+
+@pytest.fixture
+def js_raw(js_server: Endpoint) -> Iterator[RawFactory]:
+    """Like ``raw`` but bound to the shared JetStream server."""
+    clients: list[RawClient] = []
+
+    def _connect(endpoint: Endpoint | None = None, **kwargs: Any) -> RawClient:
+        ep = endpoint or js_server
+        client = RawClient.connect(ep.host, ep.port, **kwargs)
+        clients.append(client)
+        return client
+
+    yield _connect
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def js(js_server: Endpoint) -> Iterator[JsClient]:
+    """A raw-protocol JetStream API client on the shared JetStream server. Streams it created
+    are deleted after the test."""
+    client = JsClient.connect(js_server)
+    yield client
+    client.cleanup()
+    client.close()
+
+
+@pytest.fixture
+def js_connect(js_server: Endpoint) -> Iterator[Callable[..., JsClient]]:
+    """Factory for more ``JsClient`` s: ``js_connect()`` (shared JetStream server) or
+    ``js_connect(endpoint)``; streams they create are deleted after the test."""
+    clients: list[JsClient] = []
+
+    def _connect(endpoint: Endpoint | None = None) -> JsClient:
+        client = JsClient.connect(endpoint or js_server)
+        clients.append(client)
+        return client
+
+    yield _connect
+    for client in clients:
+        client.cleanup()
+        client.close()
+
+
+@pytest.fixture
+async def js_nats(js_server: Endpoint) -> AsyncIterator[NatsFactory]:
+    """Factory for nats-py connections to the shared JetStream server (closed after the test)."""
+    clients: list[NatsClient] = []
+
+    async def _connect(endpoint: Endpoint | None = None, **kwargs: Any) -> NatsClient:
+        ep = endpoint or js_server
+        kwargs.setdefault("allow_reconnect", False)
+        kwargs.setdefault("connect_timeout", 5)
+        nc = await nats.connect(ep.url, **kwargs)
+        clients.append(nc)
+        return nc
+
+    yield _connect
+    for nc in clients:
+        if not nc.is_closed:
+            try:
+                await nc.close()
+            except Exception:
+                pass
+
+
+@pytest.fixture
+def stream_name() -> str:
+    """A unique stream name (upper case letters and digits); ``stream_name.lower()`` is a
+    handy unique subject prefix."""
+    return unique_name()

@@ -110,12 +110,17 @@ class ServerProcess(Endpoint):
 
 
 def spawn_server(
-    target: str, args: list[str] | None = None, config: str | None = None
+    target: str,
+    args: list[str] | None = None,
+    config: str | None = None,
+    jetstream: bool = False,
 ) -> ServerProcess:
     """Start ``target`` on a random loopback port and wait until it is ready.
 
     ``config`` is nats-server configuration text; it is written to a temp file passed with
-    ``-c``. Raises RuntimeError with the captured stderr when the server does not come up.
+    ``-c``. ``jetstream=True`` adds ``-js -sd <tempdir>/jetstream`` (a store directory that is
+    removed with the server). Raises RuntimeError with the captured stderr when the server does
+    not come up.
     """
     tempdir = tempfile.TemporaryDirectory(prefix=f"conformance-{target}-")
     cmd = command_for(target) + ["-a", "127.0.0.1", "-p", "-1"]
@@ -123,6 +128,8 @@ def spawn_server(
         conf_path = Path(tempdir.name) / "server.conf"
         conf_path.write_text(config)
         cmd += ["-c", str(conf_path)]
+    if jetstream:
+        cmd += ["-js", "-sd", str(Path(tempdir.name) / "jetstream")]
     cmd += list(args or [])
 
     proc = subprocess.Popen(

@@ -90,14 +90,23 @@ def test_info_auth_required_with_auth(target: str, spawn: SpawnFn) -> None:
 
 
 def test_info_no_jetstream_without_js(target: str, raw: RawFactory) -> None:
-    """A server started without ``-js`` does not advertise ``jetstream`` in INFO.
-
-    (The ``-js`` side, ``"jetstream": true``, belongs to the JetStream cases: minijs advertises
-    JetStream only once its engine answers ``$JS.API``.)
-    """
+    """A server started without ``-js`` does not advertise ``jetstream`` in INFO."""
     info = raw().info
     assert "jetstream" not in info
     assert info["headers"] is True
+
+
+def test_info_jetstream_true_with_js(target: str, js_raw: RawFactory) -> None:
+    """A server started with ``-js`` says ``"jetstream":true`` in INFO, right after
+    ``max_payload``, in the INFO on accept and in the one after CONNECT."""
+    client = js_raw()
+    after = client.handshake()
+    assert after is not None
+    for info in (client.info, after):
+        assert info["jetstream"] is True
+        keys = list(info)
+        assert keys.index("jetstream") == keys.index("max_payload") + 1
+    assert b',"max_payload":1048576,"jetstream":true,' in client.info_line
 
 
 def test_info_reflects_config(target: str, spawn: SpawnFn) -> None:

@@ -25,6 +25,9 @@ from minijs.protocol.parser import (
 if TYPE_CHECKING:
     from minijs.server import Server
 
+#: Queued output above this size is written at once rather than at the end of the turn.
+EARLY_WRITE_SIZE = 4096
+
 ERR_AUTH_TIMEOUT = "Authentication Timeout"
 ERR_AUTH_VIOLATION = "Authorization Violation"
 ERR_INVALID_SUBJECT = "Invalid Subject"
@@ -126,7 +129,7 @@ class Connection(asyncio.Protocol):
         try:
             self._process(self.parser.feed(data))
         finally:
-            self.server.flush_soon()
+            self.server.end_of_input()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._teardown()
@@ -152,6 +155,11 @@ class Connection(asyncio.Protocol):
             return
         self._out.append(data)
         self._out_size += len(data)
+        if self._out_size >= EARLY_WRITE_SIZE:
+            # Hand a full chunk to the kernel now instead of at the end of the turn: the
+            # client starts reading while the server still works through a large input batch.
+            self.flush()
+            return
         if not self._dirty:
             self._dirty = True
             self.server.mark_dirty(self)

@@ -113,8 +113,10 @@ class JetStreamApi:
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
-        # Counted after the reply is built: INFO on a fresh server reports total 0.
-        self.js.api_total += 1
+        # Counted after the reply is built (INFO on a fresh server reports total 0); a
+        # successful MSG.GET is answered outside nats-server's API accounting.
+        if rtype != "stream_msg_get_response" or "error" in body:
+            self.js.api_total += 1
         self.server.publish(reply, None, None, J.dumps(body))
 
     @staticmethod

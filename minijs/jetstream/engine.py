@@ -108,7 +108,7 @@ class JetStream:
             if not path.is_dir():
                 continue
             try:
-                store = open_store("file", path)
+                store = open_store("file", path, sync=False)
             except Exception as exc:
                 self.log.error(f"Error recovering stream in {path}: {exc}")
                 continue
@@ -160,6 +160,14 @@ class JetStream:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
+
+    @property
+    def has_dirty(self) -> bool:
+        return bool(self._dirty)
+
+    def flush_dirty(self) -> None:
+        """Commit every stream with buffered writes and send the acks that waited for it."""
+        self._flush()
 
     def _flush(self) -> None:
         self._flush_scheduled = False

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from minijs.jetstream.engine import JetStream
 
 MAX_HEADER_SIZE = 64 * 1024 - 1
+#: Within one burst of file-stream publishes, commit and ack at least every this many messages.
+ACK_GROUP = 64
 _SECOND = 1_000_000_000
 
 # Go time.ParseDuration units, in nanoseconds.
@@ -195,7 +197,10 @@ class Stream:
         if ack is not None and reply and not self.config.no_ack:
             if self.store.pending_writes:
                 self._pending_acks.append((reply, ack))
-                self.engine.mark_dirty(self)
+                if len(self._pending_acks) >= ACK_GROUP:
+                    self.flush()  # commit part of a long burst now so its acks can go out
+                else:
+                    self.engine.mark_dirty(self)
             else:
                 self.server.publish(reply, None, None, ack)
 
