@@ -316,10 +316,9 @@ class JetStreamApi:
     def msg_get(self, payload: bytes, name: str) -> dict:
         from minijs.jetstream import msgget
 
-        if not payload.strip():
-            raise E.bad_request()
+        req = msgget.parse_msg_get(payload)  # the body is checked before the stream lookup
         stream = self._stream(name)
-        return msgget.msg_get(stream.store, payload)
+        return msgget.msg_get(stream.store, req)
 
     def msg_delete(self, payload: bytes, name: str) -> dict:
         if not payload.strip():
