@@ -380,14 +380,20 @@ def required_api_level(cfg: StreamConfig) -> int:
     return level
 
 
-def set_static_metadata(cfg: StreamConfig) -> StreamConfig:
-    """In place: drop the dynamic keys (``_nats.ver``, ``_nats.level``) a client may echo back
-    and set ``_nats.req.level``. Returns ``cfg``."""
-    md = dict(cfg.metadata) if cfg.metadata is not None else {}
+def static_metadata(metadata: dict[str, str] | None, level: int) -> dict[str, str]:
+    """An asset's stored metadata: without the dynamic keys (``_nats.ver``, ``_nats.level``)
+    a client may echo back, with ``_nats.req.level`` set to ``level``. Streams and consumers
+    share this rule."""
+    md = dict(metadata) if metadata is not None else {}
     md.pop(VERSION_KEY, None)
     md.pop(LEVEL_KEY, None)
-    md[REQ_LEVEL_KEY] = str(required_api_level(cfg))
-    cfg.metadata = md
+    md[REQ_LEVEL_KEY] = str(level)
+    return md
+
+
+def set_static_metadata(cfg: StreamConfig) -> StreamConfig:
+    """In place: :func:`static_metadata` for a stream. Returns ``cfg``."""
+    cfg.metadata = static_metadata(cfg.metadata, required_api_level(cfg))
     return cfg
 
 

@@ -70,6 +70,7 @@ from minijs.jetstream.configs import (
     VERSION_KEY,
     StreamConfig,
     is_valid_asset_name,
+    static_metadata,
 )
 
 __all__ = [
@@ -443,11 +444,7 @@ def required_api_level(cfg: ConsumerConfig) -> int:
 def set_static_metadata(cfg: ConsumerConfig) -> ConsumerConfig:
     """In place: drop the dynamic keys a client may echo back and set ``_nats.req.level``.
     (Runs before validation on the server, so the key counts toward the metadata size.)"""
-    md = dict(cfg.metadata) if cfg.metadata is not None else {}
-    md.pop(VERSION_KEY, None)
-    md.pop(LEVEL_KEY, None)
-    md[REQ_LEVEL_KEY] = str(required_api_level(cfg))
-    cfg.metadata = md
+    cfg.metadata = static_metadata(cfg.metadata, required_api_level(cfg))
     return cfg
 
 
