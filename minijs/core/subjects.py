@@ -35,9 +35,13 @@ def is_valid_subject(subject: bytes | str) -> bool:
 
 def is_valid_literal_subject(subject: bytes | str) -> bool:
     """Valid and without wildcard tokens: what a pedantic publisher must use."""
-    if not is_valid_subject(subject):
+    if not subject:
         return False
-    return all(tok not in (b"*", b">") for tok in _tokens(subject))
+    bad = _BAD_BYTES.intersection
+    for tok in _tokens(subject):
+        if not tok or tok == b"*" or tok == b">" or bad(tok):
+            return False
+    return True
 
 
 def has_wildcard(subject: bytes | str) -> bool:
