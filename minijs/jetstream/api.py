@@ -178,11 +178,11 @@ class JetStreamApi:
         return None
 
     def js_consumer_route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
-        """Consumer endpoints: served by the consumer layer when present (issue 4)."""
+        """Consumer endpoints: served by :class:`~minijs.jetstream.consumer_api.ConsumerApi`."""
         consumers = getattr(self.js, "consumer_api", None)
         if consumers is not None:
             return consumers.route(t)
-        return _NoConsumers(self).route(t)
+        return None
 
     # ------------------------------------------------------------------ account
 
@@ -414,53 +414,6 @@ _ERROR_EXTRAS: dict[str, dict] = {
     "stream_purge_response": {"purged": 0},
     "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
     "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
-    "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": None},
-    "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": None},
+    "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+    "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
 }
-
-
-class _NoConsumers:
-    """Consumer endpoints before the consumer layer exists: a stream has no consumers, so
-    lookups find none and creation is refused with a clear error (never a silent success)."""
-
-    def __init__(self, api: JetStreamApi) -> None:
-        self.api = api
-
-    def route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
-        n = len(t)
-        if n < 3:
-            return None
-        op = t[1]
-        if op in ("CREATE", "DURABLE"):
-            if op == "DURABLE" and (n != 5 or t[2] != "CREATE"):
-                return None
-            return "json", "consumer_create_response", self.create, (t[3] if op == "DURABLE" else t[2],)
-        if op in ("NAMES", "LIST") and n == 3:
-            return "json", f"consumer_{op.lower()}_response", self.names if op == "NAMES" else self.list, (t[2],)
-        if n == 4 and op in ("INFO", "DELETE", "PAUSE", "UNPIN"):
-            return "json", f"consumer_{op.lower()}_response", self.missing, (t[2],)
-        if n == 5 and op == "MSG" and t[2] == "NEXT":
-            return "raw", "", self.msg_next, ()
-        if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
-            return "json", "consumer_leader_stepdown_response", self.api.cluster_only, ()
-        return None
-
-    def create(self, payload: bytes, stream: str) -> dict:
-        self.api._stream(stream)
-        raise E.consumer_create("minijs does not support consumers yet")
-
-    def names(self, payload: bytes, stream: str) -> dict:
-        self.api._stream(stream)
-        return {"total": 0, "offset": 0, "limit": NAMES_LIMIT, "consumers": []}
-
-    def list(self, payload: bytes, stream: str) -> dict:
-        self.api._stream(stream)
-        return {"total": 0, "offset": 0, "limit": LIST_LIMIT, "consumers": []}
-
-    def missing(self, payload: bytes, stream: str) -> dict:
-        self.api._stream(stream)
-        raise E.consumer_not_found()
-
-    def msg_next(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
-                 origin: Any) -> None:
-        self.api.no_responders(subject, reply, origin)

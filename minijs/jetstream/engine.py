@@ -49,6 +49,7 @@ class JetStream:
         self._flush_scheduled = False
         self._sync_timer: Any = None
         self.api: Any = None
+        self.consumer_api: Any = None
         self.started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -59,7 +60,10 @@ class JetStream:
         if self.store_dir:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
             self._recover()
+        from minijs.jetstream.consumer_api import ConsumerApi
+
         self.api = JetStreamApi(self)
+        self.consumer_api = ConsumerApi(self)
         self.api.start()
         self.started = True
         where = self.store_dir or "(memory only; file streams use a temporary directory)"
@@ -75,6 +79,8 @@ class JetStream:
         if self.api is not None:
             self.api.stop()
         for stream in list(self.streams.values()):
+            for consumer in list(stream.consumers.values()):
+                consumer.stop()
             try:
                 stream.close()
             except Exception as exc:  # keep closing the others
@@ -185,7 +191,7 @@ class JetStream:
         stream.flush()
 
     # ------------------------------------------------------------------ consumer hooks
-    # Consumers arrive with issue 4; until then a stream has none and these do nothing.
+    # Each consumer (minijs.jetstream.consumer.Consumer) learns about stream changes here.
 
     def signal_consumers(self, stream: Stream, seq: int, subject: str) -> None:
         for consumer in list(stream.consumers.values()):

@@ -1,0 +1,216 @@
+"""Consumer endpoints: CREATE (all subject forms), DURABLE.CREATE, INFO, DELETE, NAMES, LIST and
+the starting position of each deliver policy (jetstream-api.md §4, §10; behavior §3.1)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance.jshelpers import (
+    DYNAMIC_METADATA,
+    TIMESTAMP,
+    TYPE_PREFIX,
+    JsClient,
+    error_reply,
+    header_block,
+)
+
+
+def cc(js: JsClient, stream: str, config: dict[str, Any], name: str | None = None,
+       **extra: Any) -> dict[str, Any]:
+    """CONSUMER.CREATE (named form when ``name``) and return the decoded reply."""
+    suffix = f"CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
+    return js.api(suffix, {"stream_name": stream, "config": config, **extra})
+
+
+def setup_stream(js: JsClient, name: str, subjects: list[str] | None = None, **cfg: Any) -> str:
+    p = name.lower()
+    js.create(name, subjects=subjects or [f"{p}.>"], **cfg)
+    return p
+
+
+def strip(info: dict[str, Any]) -> dict[str, Any]:
+    out = dict(info)
+    assert TIMESTAMP.match(out.pop("created"))
+    assert TIMESTAMP.match(out.pop("ts"))
+    return out
+
+
+def test_js_consumer_create_durable_pull_reply(target: str, js: JsClient, stream_name: str) -> None:
+    """A durable pull consumer echoes every default; num_pending counts the stream."""
+    p = setup_stream(js, stream_name)
+    for i in range(3):
+        js.pub_ok(f"{p}.a", b"x%d" % i)
+    out = cc(js, stream_name, {"durable_name": "d1", "ack_policy": "explicit"}, "d1")
+    assert strip(out) == {
+        "type": TYPE_PREFIX + "consumer_create_response", "stream_name": stream_name, "name": "d1",
+        "config": {"durable_name": "d1", "name": "d1", "deliver_policy": "all",
+                   "ack_policy": "explicit", "ack_wait": 30_000_000_000, "max_deliver": -1,
+                   "replay_policy": "instant", "max_waiting": 512, "max_ack_pending": 1000,
+                   "num_replicas": 0, "metadata": DYNAMIC_METADATA},
+        "delivered": {"consumer_seq": 0, "stream_seq": 0},
+        "ack_floor": {"consumer_seq": 0, "stream_seq": 0},
+        "num_ack_pending": 0, "num_redelivered": 0, "num_waiting": 0, "num_pending": 3}
+    info = js.api(f"CONSUMER.INFO.{stream_name}.d1")
+    assert info["type"] == TYPE_PREFIX + "consumer_info_response"
+    assert info["created"] == out["created"] and info["config"] == out["config"]
+    assert js.state(stream_name)["consumer_count"] == 1
+
+
+def test_js_consumer_create_legacy_ephemeral(target: str, js: JsClient, stream_name: str) -> None:
+    """Auto-named: 8 base62 characters, no ``name`` in config, 5 s inactive threshold."""
+    setup_stream(js, stream_name)
+    out = cc(js, stream_name, {"ack_policy": "none"})
+    assert len(out["name"]) == 8 and out["name"].isalnum()
+    assert out["config"] == {"deliver_policy": "all", "ack_policy": "none", "max_deliver": -1,
+                             "replay_policy": "instant", "max_waiting": 512,
+                             "inactive_threshold": 5_000_000_000, "num_replicas": 0,
+                             "metadata": DYNAMIC_METADATA}
+
+
+def test_js_consumer_create_named_with_filter_subject(target: str, js: JsClient,
+                                                     stream_name: str) -> None:
+    """``CREATE.<S>.<C>.<filter>`` with a wildcard filter, as nats-py sends it."""
+    p = setup_stream(js, stream_name)
+    js.pub_ok(f"{p}.a.1")
+    js.pub_ok(f"{p}.b.1")
+    out = cc(js, stream_name, {"durable_name": "f", "filter_subject": f"{p}.a.*"},
+             f"f.{p}.a.*")
+    assert out["name"] == "f" and out["config"]["filter_subject"] == f"{p}.a.*"
+    assert out["num_pending"] == 1
+    bad = cc(js, stream_name, {"durable_name": "g", "filter_subject": f"{p}.b"}, f"g.{p}.a")
+    assert bad["error"]["err_code"] == 10131
+
+
+def test_js_consumer_durable_create_form(target: str, js: JsClient, stream_name: str) -> None:
+    setup_stream(js, stream_name)
+    out = js.api(f"CONSUMER.DURABLE.CREATE.{stream_name}.dd",
+                 {"stream_name": stream_name, "config": {"durable_name": "dd"}})
+    assert out["name"] == "dd" and out["config"]["durable_name"] == "dd"
+    missing = js.api(f"CONSUMER.DURABLE.CREATE.{stream_name}.de",
+                     {"stream_name": stream_name, "config": {}})
+    assert missing == error_reply("consumer_create_response", 400, 10018,
+                                  "consumer expected to be durable but a durable name was not set")
+
+
+def test_js_consumer_create_idempotent_and_action(target: str, js: JsClient,
+                                                  stream_name: str) -> None:
+    """Same config → same consumer; a different one is an update; ``action`` rules."""
+    setup_stream(js, stream_name)
+    a = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit"}, "d")
+    b = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit"}, "d", action="create")
+    assert a["created"] == b["created"]
+    c = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000},
+           "d", action="create")
+    assert c["error"] == {"code": 400, "err_code": 10148, "description": "consumer already exists"}
+    d = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000}, "d")
+    assert d["config"]["ack_wait"] == 5_000_000_000 and d["created"] == a["created"]
+    e = cc(js, stream_name, {"durable_name": "d", "ack_policy": "all"}, "d")
+    assert e["error"] == {"code": 500, "err_code": 10012, "description": "ack policy can not be updated"}
+    f = cc(js, stream_name, {"durable_name": "x"}, "x", action="update")
+    assert f["error"]["err_code"] == 10149
+
+
+def test_js_consumer_create_missing_stream(target: str, js: JsClient, stream_name: str) -> None:
+    out = cc(js, stream_name, {"durable_name": "d"}, "d")
+    assert out == error_reply("consumer_create_response", 404, 10059, "stream not found")
+
+
+def test_js_consumer_info_delete_errors(target: str, js: JsClient, stream_name: str) -> None:
+    setup_stream(js, stream_name)
+    assert js.api(f"CONSUMER.INFO.{stream_name}.nope") == error_reply(
+        "consumer_info_response", 404, 10014, "consumer not found")
+    assert js.api(f"CONSUMER.DELETE.{stream_name}.nope") == error_reply(
+        "consumer_delete_response", 404, 10014, "consumer not found")
+    assert js.api("CONSUMER.INFO.NOSUCHSTREAM.x") == error_reply(
+        "consumer_info_response", 404, 10059, "stream not found")
+    cc(js, stream_name, {"durable_name": "d"}, "d")
+    assert js.api(f"CONSUMER.INFO.{stream_name}.d", {"x": 1}) == error_reply(
+        "consumer_info_response", 400, 10038, "expected an empty request payload")
+    assert js.api(f"CONSUMER.DELETE.{stream_name}.d") == {
+        "type": TYPE_PREFIX + "consumer_delete_response", "success": True}
+    assert js.api(f"CONSUMER.INFO.{stream_name}.d")["error"]["err_code"] == 10014
+    assert js.state(stream_name)["consumer_count"] == 0
+
+
+def test_js_consumer_names_and_list(target: str, js: JsClient, stream_name: str) -> None:
+    """NAMES sorted, ``[]`` when none; LIST entries carry only ``_nats.req.level``."""
+    setup_stream(js, stream_name)
+    empty = js.api(f"CONSUMER.NAMES.{stream_name}")
+    assert empty == {"type": TYPE_PREFIX + "consumer_names_response", "total": 0, "offset": 0,
+                     "limit": 1024, "consumers": []}
+    for name in ("b", "a"):
+        cc(js, stream_name, {"durable_name": name, "ack_policy": "explicit"}, name)
+    names = js.api(f"CONSUMER.NAMES.{stream_name}")
+    assert (names["total"], names["consumers"]) == (2, ["a", "b"])
+    assert js.api(f"CONSUMER.NAMES.{stream_name}", {"offset": 1})["consumers"] == ["b"]
+    lst = js.api(f"CONSUMER.LIST.{stream_name}")
+    assert (lst["total"], lst["offset"], lst["limit"]) == (2, 0, 256)
+    assert [c["name"] for c in lst["consumers"]] == ["a", "b"]
+    assert lst["consumers"][0]["config"]["metadata"] == {"_nats.req.level": "0"}
+    assert js.api("CONSUMER.NAMES.NOSUCHSTREAM") == error_reply(
+        "consumer_names_response", 404, 10059, "stream not found",
+        total=0, offset=0, limit=0, consumers=[])
+
+
+def test_js_consumer_workqueue_rules(target: str, js: JsClient, stream_name: str) -> None:
+    p = setup_stream(js, stream_name, retention="workqueue")
+    ok = cc(js, stream_name, {"durable_name": "w1", "ack_policy": "explicit",
+                              "filter_subject": f"{p}.a"}, "w1")
+    assert "error" not in ok
+    dup = cc(js, stream_name, {"durable_name": "w2", "ack_policy": "explicit",
+                               "filter_subject": f"{p}.a"}, "w2")
+    assert dup["error"]["err_code"] == 10100
+    unf = cc(js, stream_name, {"durable_name": "w3", "ack_policy": "explicit"}, "w3")
+    assert unf["error"]["err_code"] == 10099
+
+
+@pytest.mark.parametrize("config, delivered, pending", [
+    ({"deliver_policy": "all"}, 1, 4),
+    ({"deliver_policy": "all", "filter_subject": "{p}.c"}, 1, 1),
+    ({"deliver_policy": "last"}, 4, 1),
+    ({"deliver_policy": "last", "filter_subject": "{p}.a"}, 2, 1),
+    ({"deliver_policy": "new"}, 5, 0),
+    ({"deliver_policy": "by_start_sequence", "opt_start_seq": 3}, 2, 3),
+    ({"deliver_policy": "by_start_sequence", "opt_start_seq": 3, "filter_subject": "{p}.b"}, 2, 1),
+    ({"deliver_policy": "by_start_sequence", "opt_start_seq": 100}, 99, 0),
+    ({"deliver_policy": "last_per_subject", "filter_subject": "{p}.*"}, 2, 3),
+    ({"deliver_policy": "all", "filter_subjects": ["{p}.c", "{p}.b"]}, 1, 3),
+])
+def test_js_consumer_start_position(target: str, js: JsClient, stream_name: str,
+                                    config: dict[str, Any], delivered: int, pending: int) -> None:
+    """Stream a, b, a, c, b with seq 1 deleted: ``delivered.stream_seq`` = start − 1 (also the
+    initial ack floor) and ``num_pending`` for every deliver policy."""
+    p = setup_stream(js, stream_name)
+    for s in ("a", "b", "a", "c", "b"):
+        js.pub_ok(f"{p}.{s}")
+    assert js.msg_delete(stream_name, {"seq": 1})["success"]
+
+    def fill(v: Any) -> Any:
+        if isinstance(v, str):
+            return v.replace("{p}", p)
+        if isinstance(v, list):
+            return [fill(x) for x in v]
+        return v
+
+    out = cc(js, stream_name, {k: fill(v) for k, v in config.items()})
+    assert out["delivered"] == {"consumer_seq": 0, "stream_seq": delivered}
+    assert out["ack_floor"] == {"consumer_seq": 0, "stream_seq": delivered}
+    assert out["num_pending"] == pending
+
+
+def test_js_consumer_push_delete_with_stream(target: str, js: JsClient, stream_name: str) -> None:
+    """Deleting the stream deletes its consumers (a new stream of that name has none)."""
+    setup_stream(js, stream_name)
+    cc(js, stream_name, {"durable_name": "d"}, "d")
+    js.delete(stream_name)
+    setup_stream(js, stream_name)
+    assert js.api(f"CONSUMER.NAMES.{stream_name}")["consumers"] == []
+
+
+def test_js_consumer_leader_stepdown_cluster_only(target: str, js: JsClient, stream_name: str) -> None:
+    setup_stream(js, stream_name)
+    cc(js, stream_name, {"durable_name": "d"}, "d")
+    out = js.api(f"CONSUMER.LEADER.STEPDOWN.{stream_name}.d")
+    assert out["error"]["err_code"] == 10010
+    assert header_block() == b"NATS/1.0\r\n\r\n"

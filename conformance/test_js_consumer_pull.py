@@ -1,0 +1,435 @@
+"""``CONSUMER.MSG.NEXT`` and acks as wire bytes: deliveries with the stored subject and the v1
+ack subject, every pull status with its exact headers, ack payloads and the info counters
+(jetstream-behavior.md §3, §5)."""
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import uuid
+from typing import Any
+
+from conformance.jshelpers import JsClient, Msg, header_block, parse_msg
+
+ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
+
+
+_SIDS = itertools.count(100)
+
+
+class Inbox:
+    """A dedicated subscription for one pull request: deliveries carry the *stored* subject,
+    so they are told apart by subscription id, not by subject."""
+
+    def __init__(self, js: JsClient) -> None:
+        self.js = js
+        self.sid = str(next(_SIDS))
+        self.subject = f"_PULL.{uuid.uuid4().hex}"
+        js.raw.send(f"SUB {self.subject} {self.sid}\r\n".encode())
+
+    def next(self, timeout: float = 5.0) -> Msg:
+        for i, m in enumerate(self.js._pending):  # read while waiting for an API reply
+            if m.sid == self.sid:
+                return self.js._pending.pop(i)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"nothing on {self.subject} within {timeout}s")
+            frame = self.js.raw.read_frame(timeout=remaining)
+            if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
+                continue
+            m = parse_msg(frame)
+            if m.sid == self.sid:
+                return m
+            self.js._pending.append(m)
+
+    def collect(self, until_status: bool = True, count: int | None = None,
+                timeout: float = 5.0) -> list[Msg]:
+        out: list[Msg] = []
+        while True:
+            m = self.next(timeout)
+            out.append(m)
+            if count is not None and len(out) >= count:
+                return out
+            if until_status and m.status:
+                return out
+
+
+def status_frame(m: Msg, status: str, *pairs: tuple[str, str]) -> bytes:
+    header = header_block(*pairs, status=status)
+    return (b"HMSG %s %s %d %d\r\n" % (m.subject.encode(), m.sid.encode(), len(header),
+                                       len(header)) + header + b"\r\n")
+
+
+def ack_fields(m: Msg) -> tuple[str, str, int, int, int, int, int]:
+    g = ACK_RE.match(m.reply or "")
+    assert g, m.reply
+    return (g[1], g[2], int(g[3]), int(g[4]), int(g[5]), int(g[6]), int(g[7]))
+
+
+def pull(js: JsClient, subject: str, body: Any = None, **kw: Any) -> list[Msg]:
+    """Send a MSG.NEXT request on its own inbox and collect the replies."""
+    inbox = Inbox(js)
+    js.send(subject, body, reply=inbox.subject)
+    return inbox.collect(**kw)
+
+
+class Pull:
+    """Stream ``<N>`` on ``<p>.>`` with a pull consumer ``c``."""
+
+    def __init__(self, js: JsClient, name: str, msgs: int = 0, stream: dict | None = None,
+                 **config: Any) -> None:
+        self.js, self.name, self.p = js, name, name.lower()
+        js.create(name, subjects=[f"{self.p}.>"], **(stream or {}))
+        for i in range(msgs):
+            js.pub_ok(f"{self.p}.m", b"m%d" % i)
+        config.setdefault("ack_policy", "explicit")
+        out = js.api(f"CONSUMER.CREATE.{name}.c",
+                     {"stream_name": name, "config": {"durable_name": "c", **config}})
+        assert "error" not in out, out
+        self.next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{name}.c"
+
+    def next(self, body: Any = None, **kw: Any) -> list[Msg]:
+        return pull(self.js, self.next_subject, body, **kw)
+
+    def send(self, body: Any = None) -> Inbox:
+        inbox = Inbox(self.js)
+        self.js.send(self.next_subject, body, reply=inbox.subject)
+        return inbox
+
+    def info(self) -> dict[str, Any]:
+        return self.js.api(f"CONSUMER.INFO.{self.name}.c")
+
+    def wait_waiting(self, n: int) -> None:
+        """nats-server queues pull requests asynchronously: wait until ``n`` are waiting."""
+        deadline = time.monotonic() + 5
+        while self.info()["num_waiting"] != n:
+            assert time.monotonic() < deadline, "pull request never queued"
+            time.sleep(0.02)
+
+    def ack(self, m: Msg, body: bytes = b"") -> Msg:
+        return self.js.request(m.reply or "", body)
+
+
+def test_js_pull_empty_body_one_message(target: str, js: JsClient, stream_name: str) -> None:
+    """Empty body = batch 1: the stored subject, its payload, the v1 ack subject as reply."""
+    pl = Pull(js, stream_name, msgs=2)
+    [m] = pl.next(until_status=False, count=1)
+    assert (m.subject, m.data, m.header) == (f"{pl.p}.m", b"m0", b"")
+    stream, cons, dc, sseq, dseq, stamp, pending = ack_fields(m)
+    assert (stream, cons, dc, sseq, dseq, pending) == (stream_name, "c", 1, 1, 1, 1)
+    assert stamp > 1_600_000_000 * 10**9
+    assert m.frame == (b"MSG %s %s %s 2\r\nm0\r\n" % (m.subject.encode(), m.sid.encode(),
+                                                       m.reply.encode()))
+    info = pl.info()
+    assert info["delivered"]["consumer_seq"] == 1 and info["num_ack_pending"] == 1
+    assert info["num_pending"] == 1 and "last_active" in info["delivered"]
+
+
+def test_js_pull_stored_headers_verbatim(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    hdr = header_block(("X-A", "1"), ("Nats-Msg-Id", "q"))
+    js.pub_ok(f"{pl.p}.h", b"body", hdr)
+    [m] = pl.next(until_status=False, count=1)
+    assert m.frame.startswith(b"HMSG %s " % f"{pl.p}.h".encode())
+    assert (m.header, m.data) == (hdr, b"body")
+
+
+def test_js_pull_batch_no_wait_then_404(target: str, js: JsClient, stream_name: str) -> None:
+    """batch 10, 2 available, no_wait → 2 messages then ``404 No Messages``."""
+    pl = Pull(js, stream_name, msgs=2)
+    msgs = pl.next({"batch": 10, "no_wait": True})
+    assert [m.data for m in msgs[:2]] == [b"m0", b"m1"]
+    assert [ack_fields(m)[6] for m in msgs[:2]] == [1, 0]
+    assert msgs[2].frame == status_frame(msgs[2], "404 No Messages")
+
+
+def test_js_pull_no_wait_nothing(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    [m] = pl.next({"no_wait": True})
+    assert m.frame == status_frame(m, "404 No Messages")
+
+
+def test_js_pull_integer_body(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, msgs=3)
+    msgs = pl.next(b"2", until_status=False, count=2)
+    assert [ack_fields(m)[3] for m in msgs] == [1, 2]
+    assert pl.info()["num_pending"] == 1
+
+
+def test_js_pull_expires_408_with_pending(target: str, js: JsClient, stream_name: str) -> None:
+    """Expiry: ``408 Request Timeout`` with the undelivered batch and unused byte budget."""
+    pl = Pull(js, stream_name, msgs=1)
+    msgs = pl.next({"batch": 4, "expires": 300_000_000})
+    assert msgs[0].data == b"m0"
+    assert msgs[1].frame == status_frame(msgs[1], "408 Request Timeout",
+                                         ("Nats-Pending-Messages", "3"),
+                                         ("Nats-Pending-Bytes", "0"))
+
+
+def test_js_pull_no_wait_with_expires_waits(target: str, js: JsClient, stream_name: str) -> None:
+    """no_wait + expires with nothing available waits and ends with 408, not 404."""
+    pl = Pull(js, stream_name)
+    [m] = pl.next({"batch": 2, "no_wait": True, "expires": 200_000_000})
+    assert m.frame == status_frame(m, "408 Request Timeout", ("Nats-Pending-Messages", "2"),
+                                   ("Nats-Pending-Bytes", "0"))
+
+
+def test_js_pull_waiting_request_served_by_publish(target: str, js: JsClient,
+                                                   stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    inbox = pl.send({"batch": 1, "expires": 5_000_000_000})
+    pl.wait_waiting(1)
+    js.pub_ok(f"{pl.p}.late", b"L")
+    m = inbox.next()
+    assert (m.subject, m.data) == (f"{pl.p}.late", b"L")
+    assert pl.info()["num_waiting"] == 0
+
+
+def test_js_pull_max_bytes_batch_completed(target: str, js: JsClient, stream_name: str) -> None:
+    """Budget left after the batch filled → ``409 Batch Completed`` with the remainders."""
+    pl = Pull(js, stream_name, msgs=3)
+    msgs = pl.next({"batch": 2, "max_bytes": 1000})
+    sizes = [len(m.subject) + len(m.reply or "") + len(m.data) for m in msgs[:2]]
+    assert msgs[2].frame == status_frame(msgs[2], "409 Batch Completed",
+                                         ("Nats-Pending-Messages", "0"),
+                                         ("Nats-Pending-Bytes", str(1000 - sum(sizes))))
+
+
+def test_js_pull_max_bytes_without_batch(target: str, js: JsClient, stream_name: str) -> None:
+    """Quirk: ``{"max_bytes": N}`` alone → one message, then Batch Completed with -1."""
+    pl = Pull(js, stream_name, msgs=3)
+    msgs = pl.next({"max_bytes": 500})
+    size = len(msgs[0].subject) + len(msgs[0].reply or "") + len(msgs[0].data)
+    assert msgs[1].frame == status_frame(msgs[1], "409 Batch Completed",
+                                         ("Nats-Pending-Messages", "-1"),
+                                         ("Nats-Pending-Bytes", str(500 - size)))
+
+
+def test_js_pull_message_exceeds_max_bytes(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    js.pub_ok(f"{pl.p}.big", b"x" * 200)
+    [m] = pl.next({"batch": 3, "max_bytes": 100})
+    assert m.frame == status_frame(m, "409 Message Size Exceeds MaxBytes",
+                                   ("Nats-Pending-Messages", "3"),
+                                   ("Nats-Pending-Bytes", "100"))
+    assert pl.info()["num_pending"] == 1
+
+
+def test_js_pull_request_limits(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, msgs=1, max_batch=5, max_expires=2_000_000_000, max_bytes=1000)
+    [m] = pl.next({"batch": 6})
+    assert m.frame == status_frame(m, "409 Exceeded MaxRequestBatch of 5")
+    [m] = pl.next({"batch": 1, "expires": 3_000_000_000})
+    assert m.frame == status_frame(m, "409 Exceeded MaxRequestExpires of 2s")
+    [m] = pl.next({"batch": 1, "max_bytes": 1001})
+    assert m.frame == status_frame(m, "409 Exceeded MaxRequestMaxBytes of 1000")
+
+
+def test_js_pull_bad_requests(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    [m] = pl.next(b'{"batch":')
+    assert m.frame == status_frame(m, "400 Bad Request - unexpected end of JSON input")
+    [m] = pl.next(b'{"batch":"x"}')
+    assert m.frame == status_frame(
+        m, "400 Bad Request - json: cannot unmarshal string into Go struct field .batch of type int")
+    [m] = pl.next({"batch": 1, "expires": 1000, "idle_heartbeat": 1000})
+    assert m.frame == status_frame(m, "400 Bad Request - heartbeat value too large")
+
+
+def test_js_pull_max_waiting(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, max_waiting=1)
+    pl.send({"batch": 1, "expires": 2_000_000_000})
+    pl.wait_waiting(1)
+    [m] = pl.next({"batch": 1, "expires": 2_000_000_000})
+    assert m.frame == status_frame(m, "409 Exceeded MaxWaiting")
+
+
+def test_js_pull_consumer_deleted_releases_waiters(target: str, js: JsClient,
+                                                   stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    inbox = pl.send({"batch": 5, "expires": 5_000_000_000})
+    pl.wait_waiting(1)
+    assert js.api(f"CONSUMER.DELETE.{stream_name}.c")["success"]
+    m = inbox.next()
+    assert m.frame == status_frame(m, "409 Consumer Deleted")
+
+
+def test_js_pull_stream_deleted_releases_waiters(target: str, js: JsClient,
+                                                 stream_name: str) -> None:
+    pl = Pull(js, stream_name)
+    inbox = pl.send({"batch": 5})
+    pl.wait_waiting(1)
+    assert js.delete(stream_name)["success"]
+    m = inbox.next()
+    assert m.frame == status_frame(m, "409 Consumer Deleted")
+
+
+def test_js_pull_missing_consumer_503(target: str, js: JsClient, stream_name: str) -> None:
+    js.create(stream_name, subjects=[f"{stream_name.lower()}.>"])
+    subj = f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.nope"
+    [m] = pull(js, subj, b"")
+    assert m.frame == status_frame(m, "503", ("Nats-Subject", subj))
+
+
+def test_js_ack_explicit_floor_and_counters(target: str, js: JsClient, stream_name: str) -> None:
+    """TERM/NAK/ACK effects on ack floor, ack pending and redelivered counts (verified
+    sequence from nats-server)."""
+    pl = Pull(js, stream_name, msgs=3)
+    m1, m2 = pl.next(b"2", until_status=False, count=2)
+    assert pl.ack(m2, b"-NAK").data == b""
+    assert pl.ack(m1, b"+TERM").data == b""
+    info = pl.info()
+    assert (info["ack_floor"]["consumer_seq"], info["ack_floor"]["stream_seq"]) == (1, 1)
+    assert (info["num_ack_pending"], info["num_redelivered"], info["num_pending"]) == (1, 0, 1)
+    r2, m3 = pl.next(b"2", until_status=False, count=2)
+    assert ack_fields(r2)[2:5] == (2, 2, 3) and r2.data == b"m1"
+    assert ack_fields(m3)[2:5] == (1, 3, 4)
+    info = pl.info()
+    assert (info["num_ack_pending"], info["num_redelivered"]) == (2, 1)
+    pl.ack(m3)
+    info = pl.info()
+    assert info["ack_floor"]["consumer_seq"] == 1 and info["num_ack_pending"] == 1
+    pl.ack(r2, b"+ACK")
+    info = pl.info()
+    assert info["ack_floor"] == {"consumer_seq": 4, "stream_seq": 3,
+                                 "last_active": info["ack_floor"]["last_active"]}
+    assert (info["num_ack_pending"], info["num_redelivered"]) == (0, 0)
+
+
+def test_js_ack_all_policy(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, msgs=3, ack_policy="all")
+    msgs = pl.next(b"3", until_status=False, count=3)
+    pl.ack(msgs[1])
+    info = pl.info()
+    assert info["ack_floor"]["consumer_seq"] == 2 and info["ack_floor"]["stream_seq"] == 2
+    assert info["num_ack_pending"] == 1
+
+
+def test_js_ack_none_floor_follows_delivery(target: str, js: JsClient, stream_name: str) -> None:
+    """Ack none: floor = delivered; an ack request gets the core 503 (nobody subscribes)."""
+    pl = Pull(js, stream_name, msgs=3, ack_policy="none")
+    msgs = pl.next(b"2", until_status=False, count=2)
+    info = pl.info()
+    assert info["ack_floor"] == {"consumer_seq": 2, "stream_seq": 2}
+    assert info["num_ack_pending"] == 0
+    [m] = js.request_many(msgs[0].reply or "", b"")
+    assert m.status == "503"
+
+
+def test_js_ack_wait_redelivers(target: str, js: JsClient, stream_name: str) -> None:
+    """Not acked within ack_wait (300 ms) → redelivered with delivery count 2."""
+    pl = Pull(js, stream_name, msgs=1, ack_wait=300_000_000)
+    [m] = pl.next(until_status=False, count=1)
+    time.sleep(0.5)
+    [r] = pl.next(until_status=False, count=1)
+    assert ack_fields(r)[2:5] == (2, 1, 2) and r.data == b"m0"
+    assert pl.info()["num_redelivered"] == 1
+
+
+def test_js_ack_max_deliver(target: str, js: JsClient, stream_name: str) -> None:
+    """max_deliver 2: after the second ack wait the message is never offered again."""
+    pl = Pull(js, stream_name, msgs=1, ack_wait=200_000_000, max_deliver=2)
+    pl.next(until_status=False, count=1)
+    time.sleep(0.35)
+    [r] = pl.next(until_status=False, count=1)
+    assert ack_fields(r)[2] == 2
+    time.sleep(0.35)
+    [m] = pl.next({"no_wait": True})
+    assert m.status == "404 No Messages"
+    assert pl.info()["num_ack_pending"] == 0
+
+
+def test_js_ack_max_ack_pending_gates(target: str, js: JsClient, stream_name: str) -> None:
+    """At max_ack_pending a request waits (no status) until an ack frees room."""
+    pl = Pull(js, stream_name, msgs=2, max_ack_pending=1)
+    [m] = pl.next(until_status=False, count=1)
+    inbox = pl.send({"batch": 1, "expires": 3_000_000_000})
+    pl.wait_waiting(1)
+    pl.ack(m)
+    nxt = inbox.next()
+    assert nxt.data == b"m1"
+
+
+def test_js_ack_nak_with_delay(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, msgs=1)
+    [m] = pl.next(until_status=False, count=1)
+    pl.ack(m, b"-NAK 300ms")
+    [st] = pl.next({"no_wait": True, "batch": 1})
+    assert st.status in ("404 No Messages", "408 Requests Pending") or st.data == b"m0"
+    time.sleep(0.45)
+    [r] = pl.next(until_status=False, count=1)
+    assert ack_fields(r)[2] == 2
+
+
+def test_js_workqueue_ack_removes(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, msgs=2, stream={"retention": "workqueue"})
+    m1, m2 = pl.next(b"2", until_status=False, count=2)
+    pl.ack(m1)
+    st = js.state(stream_name)
+    assert (st["messages"], st["first_seq"]) == (1, 2)
+    pl.ack(m2, b"+TERM")
+    assert js.state(stream_name)["messages"] == 0
+
+
+def test_js_interest_removed_when_all_acked(target: str, js: JsClient, stream_name: str) -> None:
+    pl = Pull(js, stream_name, stream={"retention": "interest"})
+    js.api(f"CONSUMER.CREATE.{stream_name}.d",
+           {"stream_name": stream_name, "config": {"durable_name": "d", "ack_policy": "explicit"}})
+    js.pub_ok(f"{pl.p}.x", b"1")
+    [m] = pl.next(until_status=False, count=1)
+    pl.ack(m)
+    assert js.state(stream_name)["messages"] == 1
+    [m2] = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.d", b"",
+                until_status=False, count=1)
+    js.request(m2.reply or "", b"")
+    assert js.state(stream_name)["messages"] == 0
+
+
+def test_js_interest_consumer_delete_releases(target: str, js: JsClient, stream_name: str) -> None:
+    """Deleting the only consumer that still needs a message removes it from an interest stream."""
+    pl = Pull(js, stream_name, stream={"retention": "interest"})
+    js.pub_ok(f"{pl.p}.x", b"1")
+    assert js.state(stream_name)["messages"] == 1
+    assert js.api(f"CONSUMER.DELETE.{stream_name}.c")["success"]
+    assert js.state(stream_name)["messages"] == 0
+
+
+def test_js_pull_filter_subjects(target: str, js: JsClient, stream_name: str) -> None:
+    p = stream_name.lower()
+    pl = Pull(js, stream_name, filter_subjects=[f"{p}.a", f"{p}.c"])
+    for s in ("a", "b", "c", "b", "a"):
+        js.pub_ok(f"{p}.{s}", s.encode())
+    msgs = pl.next({"batch": 10, "no_wait": True})
+    assert [(m.subject, ack_fields(m)[3]) for m in msgs[:-1]] == [
+        (f"{p}.a", 1), (f"{p}.c", 3), (f"{p}.a", 5)]
+    assert msgs[-1].status == "404 No Messages"
+    info = pl.info()
+    assert info["delivered"]["stream_seq"] == 5 and info["num_pending"] == 0
+
+
+def test_js_pull_last_per_subject(target: str, js: JsClient, stream_name: str) -> None:
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"])
+    for s in ("a", "b", "a", "c", "b"):
+        js.pub_ok(f"{p}.{s}", s.encode())
+    js.api(f"CONSUMER.CREATE.{stream_name}.l",
+           {"stream_name": stream_name,
+            "config": {"durable_name": "l", "deliver_policy": "last_per_subject",
+                       "filter_subject": f"{p}.*", "ack_policy": "explicit"}})
+    msgs = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.l", {"batch": 5, "no_wait": True})
+    assert [ack_fields(m)[3:5] + (ack_fields(m)[6],) for m in msgs[:-1]] == [
+        (3, 1, 2), (4, 2, 1), (5, 3, 0)]
+    js.pub_ok(f"{p}.z")
+    info = js.api(f"CONSUMER.INFO.{stream_name}.l")
+    assert info["delivered"]["stream_seq"] == 5 and info["num_pending"] == 1
+
+
+def test_js_ack_double_ack_reply_after_apply(target: str, js: JsClient, stream_name: str) -> None:
+    """An ack sent as a request is answered (empty) after it took effect; again for a repeat."""
+    pl = Pull(js, stream_name, msgs=1)
+    [m] = pl.next(until_status=False, count=1)
+    assert pl.ack(m).frame.endswith(b" 0\r\n\r\n")
+    assert pl.info()["num_ack_pending"] == 0
+    assert pl.ack(m).data == b""

@@ -1,0 +1,767 @@
+"""A consumer: a view of one stream with its own delivery position, pending acks and waiting
+pull requests (reference ``jetstream-behavior.md`` §3, §5; ``jetstream-api.md`` §10).
+
+A consumer lives inside its stream (``stream.consumers[name]``) and is driven by:
+
+* the engine's hooks (:meth:`signal` on every stored message, :meth:`on_removed`,
+  :meth:`on_purged`, :meth:`delete`);
+* ``CONSUMER.MSG.NEXT`` requests (:meth:`next_request`), queued FIFO and served round-robin;
+* acks on its own internal subscription ``$JS.ACK.<stream>.<consumer>.>`` — nats-server only
+  subscribes when the ack policy is not ``none``, so an ack with a reply on an ack-none
+  consumer gets the core 503, and so does it here;
+* timers on the server clock: one ack-wait timer for the earliest pending deadline, one expiry
+  timer per pull request with ``expires``.
+
+State mirrors nats-server's: ``sseq`` is the next stream sequence to consider, ``dseq`` the next
+consumer (delivery) sequence, ``pending`` maps stream seq → ``[consumer seq, deadline ns]`` for
+delivered, unacked messages, ``rdc`` the delivery count of redelivered ones, ``rdq`` the stream
+sequences due for redelivery (served before new messages, oldest first).
+
+Phase 1 of issue 4: pull consumers only (no push delivery, no persistence of consumer state).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from minijs.jetstream import consumer_config as C
+from minijs.jetstream import headers as H
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.store.base import StoredMessage, subject_matches
+from minijs.protocol import wire
+
+if TYPE_CHECKING:
+    from minijs.jetstream.stream import Stream
+
+_SECOND = 1_000_000_000
+
+#: ``CONSUMER.MSG.NEXT`` JSON body (``JSApiConsumerGetNextRequest``, lenient: unknown fields
+#: ignored). The Go struct is anonymous in error texts (``Go struct field .batch``).
+NEXT_REQUEST = J.Struct("", {
+    "expires": J.DURATION,
+    "batch": J.INT,
+    "max_bytes": J.INT,
+    "no_wait": J.BOOL,
+    "idle_heartbeat": J.DURATION,
+    "group": J.STRING,
+    "min_pending": J.INT64,
+    "min_ack_pending": J.INT64,
+    "id": J.STRING,
+    "priority": J.INT,
+})
+
+
+class PullRequest:
+    """One waiting ``MSG.NEXT`` request. ``n`` is the batch still wanted (a request asking for
+    ``batch`` ≤ 0 still gets one message, then reports ``n`` ≤ 0 like the server), ``b`` the byte
+    budget left (``max_bytes`` 0 = unlimited)."""
+
+    __slots__ = ("reply", "n", "max_bytes", "b", "no_wait", "expires", "hb", "delivered",
+                 "timer", "hb_timer")
+
+    def __init__(self, reply: bytes, batch: int, max_bytes: int, no_wait: bool, expires: int,
+                 hb: int) -> None:
+        self.reply = reply
+        self.n = batch
+        self.max_bytes = max_bytes
+        self.b = max_bytes
+        self.no_wait = no_wait
+        self.expires = expires
+        self.hb = hb
+        self.delivered = 0
+        self.timer: Any = None
+        self.hb_timer: Any = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.hb_timer is not None:
+            self.hb_timer.cancel()
+            self.hb_timer = None
+
+    def pending_headers(self) -> list[tuple[str, str]]:
+        return [("Nats-Pending-Messages", str(self.n)), ("Nats-Pending-Bytes", str(self.b))]
+
+
+def parse_next_request(payload: bytes) -> tuple[int, int, bool, int, int]:
+    """``nextReqFromMsg``: body → ``(batch, max_bytes, no_wait, expires ns, heartbeat ns)``.
+
+    Empty → batch 1; an integer text → that batch; other text → batch 1; JSON (starts with
+    ``{``) decoded leniently. Raises ``ValueError`` with the text that follows ``Bad Request -``.
+    """
+    req = payload.strip()
+    if not req:
+        return 1, 0, False, 0, 0
+    if req[:1] == b"{":
+        from minijs.jetstream.errors import ApiError
+
+        try:
+            d = J.decode_lenient(req, NEXT_REQUEST)
+        except ApiError as exc:
+            text = exc.description
+            if text.startswith("invalid JSON: "):
+                text = text[len("invalid JSON: "):]
+            raise ValueError(text) from None
+        hb = d.get("idle_heartbeat", 0)
+        expires = d.get("expires", 0)
+        if hb > 0 and hb * 2 > expires:
+            raise ValueError("heartbeat value too large")
+        return d.get("batch", 0), d.get("max_bytes", 0), bool(d.get("no_wait")), expires, hb
+    try:
+        return int(req.decode("ascii")), 0, False, 0, 0
+    except (UnicodeDecodeError, ValueError):
+        return 1, 0, False, 0, 0
+
+
+def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) -> bytes:
+    return wire.status_header(code, text, pairs)
+
+
+def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
+               data: bytes) -> int:
+    """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
+    consumer deliveries keep the stored subject (behavior §3.2), which a plain publish cannot
+    express. Returns the number of receivers."""
+    from minijs.server import _pick_member
+
+    result = server.sublist.match(target)
+    if not result:
+        return 0
+    delivered = 0
+    for sub in result.plain:
+        if sub.closed:
+            continue
+        if sub.conn is None:
+            sub.callback(sub, subject, reply, hdr, data, None)
+        else:
+            sub.conn.deliver(sub, subject, reply, hdr, data)
+        delivered += 1
+    if result.groups:
+        for members in result.groups.values():
+            sub = _pick_member(members, None)
+            if sub is None:
+                continue
+            if sub.conn is None:
+                sub.callback(sub, subject, reply, hdr, data, None)
+            else:
+                sub.conn.deliver(sub, subject, reply, hdr, data)
+            delivered += 1
+    if delivered:
+        stats = server.stats
+        stats.out_msgs += delivered
+        stats.out_bytes += delivered * (len(data) + (len(hdr) if hdr else 0))
+    return delivered
+
+
+class Consumer:
+    """One (pull) consumer of a stream."""
+
+    def __init__(self, stream: "Stream", name: str, config: C.ConsumerConfig,
+                 created: int | None = None) -> None:
+        self.stream = stream
+        self.server = stream.server
+        self.clock = stream.clock
+        self.name = name
+        self.config = config
+        self.created = created if created is not None else self.clock.time_ns()
+        self.closed = False
+        self.filters: list[str] = []
+        self._ack_prefix = ""
+        self.sseq = 1
+        self.dseq = 1
+        self.adflr = 0
+        self.asflr = 0
+        self.pending: dict[int, list[int]] = {}
+        self.rdc: dict[int, int] = {}
+        self.rdq: list[int] = []
+        self.waiting: deque[PullRequest] = deque()
+        self.delivered_at: int | None = None
+        self.acked_at: int | None = None
+        self._lps: deque[int] = deque()  # last_per_subject start list
+        self._lps_resume = 0
+        self._npc = 0
+        self._npc_valid = False
+        self._ack_sub: Any = None
+        self._ack_timer: Any = None
+        self._ack_timer_at = 0
+        self._apply_config(config)
+        self._select_start()
+
+    # ------------------------------------------------------------------ engine hooks / attrs
+
+    @property
+    def inactive_threshold(self) -> int:
+        return self.config.inactive_threshold
+
+    @property
+    def max_ack_pending(self) -> int:
+        return self.config.max_ack_pending
+
+    def matches(self, subject: str) -> bool:
+        """Does the filter select ``subject``? (Interest retention asks every consumer.)"""
+        if not self.filters:
+            return True
+        return any(subject_matches(f, subject) for f in self.filters)
+
+    def signal(self, seq: int, subject: str) -> None:
+        """A message was stored: count it as pending and serve waiting requests."""
+        if self.closed:
+            return
+        if self._npc_valid and seq >= self.sseq and not self._lps and self.matches(subject):
+            self._npc += 1
+        if self.waiting:
+            self._dispatch()
+
+    def on_removed(self, seqs: list[int]) -> None:
+        """Messages left the stream: recount pending lazily; ones still awaiting an ack stay
+        until their ack wait runs out (then they are dropped, as they cannot be redelivered)."""
+        self._npc_valid = False
+
+    def on_purged(self, subject: str | None, seq: int, keep: int) -> None:
+        """A purge: move past what disappeared and forget acks owed for purged messages."""
+        self._npc_valid = False
+        store = self.stream.store
+        first = store.first_seq if store.msgs else store.last_seq + 1
+        if self.sseq < first:
+            self.sseq = first
+        gone = [s for s in self.pending if store.subject_for_seq(s) is None]
+        for s in gone:
+            self.pending.pop(s, None)
+            self.rdc.pop(s, None)
+        if gone:
+            self.rdq = [s for s in self.rdq if s in self.pending]
+        self._lps = deque(s for s in self._lps if store.subject_for_seq(s) is not None)
+        if not self.pending:
+            self.asflr = max(self.asflr, self.sseq - 1)
+            self.adflr = self.dseq - 1
+
+    def delete(self) -> None:
+        """Stop: waiting requests hear ``409 Consumer Deleted``; timers and the ack
+        subscription go away."""
+        if self.closed:
+            return
+        for wr in self.waiting:
+            wr.cancel()
+            self._send(wr.reply, _status(409, "Consumer Deleted"))
+        self.waiting.clear()
+        self.stop()
+
+    def stop(self) -> None:
+        """Release timers and the ack subscription silently (server shutdown)."""
+        self.closed = True
+        for wr in self.waiting:
+            wr.cancel()
+        self.waiting.clear()
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        if self._ack_sub is not None:
+            self.server.unsubscribe_internal(self._ack_sub)
+            self._ack_sub = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        if self.config.ack_policy != "none":
+            subject = f"$JS.ACK.{self.stream.name}.{self.name}.>"
+            self._ack_sub = self.server.subscribe_internal(subject, self._on_ack)
+
+    def _apply_config(self, cfg: C.ConsumerConfig) -> None:
+        self.config = cfg
+        self.filters = [f for f in C.filters_of(cfg) if f != ">"]
+        self._ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
+
+    def update_config(self, cfg: C.ConsumerConfig) -> None:
+        """An allowed update (``check_update`` passed): filters, limits and waits may change."""
+        self._apply_config(cfg)
+        self._npc_valid = False
+        if self.waiting:
+            self._dispatch()
+
+    def _select_start(self) -> None:
+        """The first stream sequence to consider (behavior §3.1; verified: ``all`` starts at
+        the stream's first sequence even with a filter)."""
+        cfg = self.config
+        store = self.stream.store
+        dp = cfg.deliver_policy
+        last = store.last_seq
+        first = store.first_seq if store.msgs else last + 1
+        if dp == "all":
+            seq = first
+        elif dp == "last":
+            if self.filters:
+                seq = max((store.last_seq_for_subject(f) for f in self.filters), default=0)
+                seq = seq or last + 1
+            else:
+                seq = last if store.msgs else last + 1
+        elif dp == "new":
+            seq = last + 1
+        elif dp == "by_start_sequence":
+            seq = max(cfg.opt_start_seq, first) if cfg.opt_start_seq < first else cfg.opt_start_seq
+        elif dp == "by_start_time":
+            seq = store.first_seq_at_or_after_time(int(cfg.opt_start_time or 0))
+        elif dp == "last_per_subject":
+            seqs = store.multi_last_seqs(self.filters or [">"]) if store.msgs else []
+            self._lps = deque(seqs)
+            self._lps_resume = last + 1
+            seq = seqs[0] if seqs else last + 1
+        else:
+            seq = first
+        self.sseq = max(seq, 1)
+        self.asflr = self.sseq - 1
+
+    # ------------------------------------------------------------------ counters
+
+    def num_pending(self) -> int:
+        """Matching messages at or after the delivery position not yet delivered."""
+        if self._lps:
+            store = self.stream.store
+            return len(self._lps) + self._count_from(self._lps_resume, store)
+        if not self._npc_valid:
+            self._npc = self._count_from(self.sseq, self.stream.store)
+            self._npc_valid = True
+        return self._npc
+
+    def _count_from(self, seq: int, store: Any) -> int:
+        if not self.filters:
+            return store.num_pending(seq)
+        return sum(store.num_pending(seq, f) for f in self.filters)
+
+    def num_redelivered(self) -> int:
+        return sum(1 for dc in self.rdc.values() if dc > 1)
+
+    def info(self, *, dynamic_metadata: bool = True) -> dict:
+        return C.consumer_info_dict(
+            stream_name=self.stream.name,
+            name=self.name,
+            created=self.created,
+            config=self.config,
+            delivered=C.sequence_info_dict(self.dseq - 1, self.sseq - 1, self.delivered_at),
+            ack_floor=C.sequence_info_dict(self.adflr, self.asflr, self.acked_at),
+            num_ack_pending=len(self.pending),
+            num_redelivered=self.num_redelivered(),
+            num_waiting=len(self.waiting),
+            num_pending=self.num_pending(),
+            ts=self.clock.time_ns(),
+            dynamic_metadata=dynamic_metadata,
+        )
+
+    # ------------------------------------------------------------------ pull requests
+
+    def next_request(self, reply: bytes, payload: bytes) -> None:
+        """``processNextMsgRequest``: reject, answer at once, or queue the request."""
+        if self.closed:
+            return
+        cfg = self.config
+        if cfg.deliver_subject:
+            self._send(reply, _status(409, "Consumer is push based"))
+            return
+        try:
+            batch, max_bytes, no_wait, expires, hb = parse_next_request(payload)
+        except ValueError as exc:
+            self._send(reply, _status(400, f"Bad Request - {exc}"))
+            return
+        if cfg.max_batch > 0 and batch > cfg.max_batch:
+            self._send(reply, _status(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"))
+            return
+        if expires > 0 and cfg.max_expires > 0 and expires > cfg.max_expires:
+            self._send(reply, _status(409, "Exceeded MaxRequestExpires of "
+                                      + J.go_duration(cfg.max_expires)))
+            return
+        if max_bytes > 0 and cfg.max_bytes > 0 and max_bytes > cfg.max_bytes:
+            self._send(reply, _status(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"))
+            return
+        if len(self.waiting) >= cfg.max_waiting:
+            self._prune_waiting()
+        if no_wait:
+            available = self.num_pending() + len(self.rdq)
+            if available == 0 and expires == 0:
+                self._send(reply, _status(404, "No Messages"))
+                return
+            if available > 0:
+                claimed = sum(max(wr.n, 1) for wr in self.waiting)
+                if available < claimed:
+                    self._send(reply, _status(408, "Requests Pending"))
+                    return
+        if len(self.waiting) >= cfg.max_waiting:
+            if hb == 0:
+                self._send(reply, _status(409, "Exceeded MaxWaiting"))
+            return
+        wr = PullRequest(reply, batch, max_bytes, no_wait, expires, hb)
+        if expires > 0:
+            wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)
+        if hb > 0:
+            wr.hb_timer = self.clock.call_later(hb / 1e9, self._heartbeat, wr)
+        self.waiting.append(wr)
+        self._dispatch()
+
+    def _prune_waiting(self) -> None:
+        """Drop requests nobody listens to any more (their reply subject lost interest)."""
+        has_interest = self.server.sublist.has_interest
+        keep: deque[PullRequest] = deque()
+        for wr in self.waiting:
+            if has_interest(wr.reply):
+                keep.append(wr)
+            else:
+                wr.cancel()
+        self.waiting = keep
+
+    def _expire_request(self, wr: PullRequest) -> None:
+        wr.timer = None
+        try:
+            self.waiting.remove(wr)
+        except ValueError:
+            return
+        wr.cancel()
+        self._send(wr.reply, _status(408, "Request Timeout", wr.pending_headers()))
+
+    def _heartbeat(self, wr: PullRequest) -> None:
+        wr.hb_timer = None
+        if self.closed or wr not in self.waiting:
+            return
+        self._send(wr.reply, _status(100, "Idle Heartbeat"))
+        wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+
+    def _finish(self, wr: PullRequest) -> None:
+        """Remove the head request ``wr`` (it got its batch or ended)."""
+        self.waiting.popleft()
+        wr.cancel()
+
+    def _dispatch(self) -> None:
+        """Hand available messages to waiting requests, head first, round-robin."""
+        has_interest = self.server.sublist.has_interest
+        waiting = self.waiting
+        while waiting and not self.closed:
+            wr = waiting[0]
+            if not has_interest(wr.reply):
+                self._finish(wr)
+                continue
+            nxt = self._peek()
+            if nxt is None:
+                break
+            sm, dc = nxt
+            subject = sm.subject.encode()
+            hdr = sm.hdr
+            data = sm.data
+            if self.config.headers_only:
+                hdr = H.append(hdr, [("Nats-Msg-Size", str(len(data)))])
+                data = b""
+            # The ack subject carries num_pending *after* this delivery; it is cheap to know
+            # it beforehand: a redelivery leaves it unchanged, a new message lowers it by one.
+            if wr.max_bytes > 0:
+                pending_after = self._pending_after(dc)
+                ack = self._ack_subject(dc, sm, self.dseq, pending_after)
+                size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                if size > wr.b:
+                    self._finish(wr)
+                    self._send(wr.reply, _status(409, "Message Size Exceeds MaxBytes",
+                                                 wr.pending_headers()))
+                    continue
+                wr.b -= size
+            self._deliver(wr.reply, subject, hdr, data, sm, dc)
+            wr.n -= 1
+            wr.delivered += 1
+            if wr.hb_timer is not None:
+                wr.hb_timer.cancel()
+                wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+            if wr.n > 0:
+                waiting.rotate(-1)
+            else:
+                self._finish(wr)
+                if wr.max_bytes > 0 and wr.b > 0:
+                    self._send(wr.reply, _status(409, "Batch Completed", wr.pending_headers()))
+        if waiting and not self.closed and not self.rdq and self.num_pending() == 0:
+            # Nothing left in the stream: no-wait requests end now (404 when they got
+            # something or cannot wait; with expires and nothing delivered they keep waiting).
+            keep: deque[PullRequest] = deque()
+            for wr in waiting:
+                if wr.no_wait and (wr.delivered > 0 or wr.expires == 0):
+                    wr.cancel()
+                    self._send(wr.reply, _status(404, "No Messages"))
+                else:
+                    keep.append(wr)
+            self.waiting = keep
+
+    def _pending_after(self, dc: int) -> int:
+        n = self.num_pending()
+        return n if dc > 1 else n - 1
+
+    # ------------------------------------------------------------------ choosing and delivering
+
+    def _peek(self) -> tuple[StoredMessage, int] | None:
+        """The next message to deliver and its delivery count, without committing to it."""
+        store = self.stream.store
+        cfg = self.config
+        while self.rdq:
+            seq = self.rdq[0]
+            sm = store.load(seq) if seq in self.pending else None
+            dc = self.rdc.get(seq, 1) + 1
+            if sm is None or (cfg.max_deliver > 0 and dc > cfg.max_deliver):
+                self.rdq.pop(0)
+                if seq in self.pending:
+                    self._drop_pending(seq)
+                    if sm is not None:
+                        self._advise_max_deliveries(seq, dc - 1)
+                continue
+            return sm, dc
+        if cfg.ack_policy != "none" and 0 < cfg.max_ack_pending <= len(self.pending):
+            return None
+        if self._lps:
+            while self._lps:
+                sm = store.load(self._lps[0])
+                if sm is not None:
+                    return sm, 1
+                self._lps.popleft()
+            self.sseq = max(self.sseq, self._lps_resume)
+            self._npc_valid = False
+        return self._next_new(store)
+
+    def _next_new(self, store: Any) -> tuple[StoredMessage, int] | None:
+        if not self.filters:
+            sm = store.load_next(self.sseq)
+        elif len(self.filters) == 1:
+            sm = store.load_next(self.sseq, self.filters[0])
+        else:
+            seqs = [q for q in (store.next_seq(self.sseq, f) for f in self.filters) if q]
+            sm = store.load(min(seqs)) if seqs else None
+        if sm is None:
+            return None
+        return sm, 1
+
+    def _ack_subject(self, dc: int, sm: StoredMessage, dseq: int, pending: int) -> bytes:
+        return (f"{self._ack_prefix}{dc}.{sm.seq}.{dseq}.{sm.ts}.{pending}").encode()
+
+    def _deliver(self, reply: bytes, subject: bytes, hdr: bytes | None, data: bytes,
+                 sm: StoredMessage, dc: int) -> None:
+        """Commit the delivery of ``sm`` (position, pending, counters) and send it."""
+        now = self.clock.time_ns()
+        seq = sm.seq
+        dseq = self.dseq
+        self.dseq += 1
+        if dc > 1:
+            self.rdq.pop(0)
+        elif self._lps and self._lps[0] == seq:
+            self._lps.popleft()
+            if not self._lps:
+                self.sseq = max(seq + 1, self._lps_resume)
+                self._npc_valid = False
+            else:
+                self.sseq = self._lps[0]
+        else:
+            self.sseq = seq + 1
+            if self._npc_valid:
+                self._npc -= 1
+        pending = self.num_pending()
+        self.delivered_at = now
+        policy = self.config.ack_policy
+        if policy == "none":
+            self.adflr, self.asflr = dseq, seq
+        else:
+            self.pending[seq] = [dseq, now + self._ack_wait(dc)]
+            self.rdc[seq] = dc
+            self._arm_ack_timer()
+        ack = self._ack_subject(dc, sm, dseq, pending)
+        deliver_as(self.server, reply, subject, ack, hdr, data)
+        if policy == "none" and self.stream.config.retention != "limits":
+            self._maybe_remove(seq, sm.subject)
+
+    def _ack_wait(self, dc: int) -> int:
+        backoff = self.config.backoff
+        if backoff:
+            return backoff[min(dc - 1, len(backoff) - 1)]
+        return self.config.ack_wait or C.DEFAULT_ACK_WAIT
+
+    def _send(self, reply: bytes, hdr: bytes) -> None:
+        self.server.publish(reply, None, hdr, b"")
+
+    # ------------------------------------------------------------------ ack wait / redelivery
+
+    def _arm_ack_timer(self) -> None:
+        if not self.pending:
+            return
+        due = [p[1] for s, p in self.pending.items() if p[1] > 0]
+        if not due:
+            return
+        when = min(due)
+        if self._ack_timer is not None:
+            if self._ack_timer_at <= when:
+                return
+            self._ack_timer.cancel()
+        delay = max(0.0, (when - self.clock.time_ns()) / 1e9) + 0.001
+        self._ack_timer_at = when
+        self._ack_timer = self.clock.call_later(delay, self._check_pending)
+
+    def _check_pending(self) -> None:
+        """Ack waits ran out: queue those messages for redelivery (or give up at max_deliver)."""
+        self._ack_timer = None
+        if self.closed:
+            return
+        now = self.clock.time_ns()
+        max_deliver = self.config.max_deliver
+        expired = sorted(s for s, p in self.pending.items() if 0 < p[1] <= now)
+        for seq in expired:
+            p = self.pending[seq]
+            p[1] = 0  # no deadline while queued for redelivery
+            if max_deliver > 0 and self.rdc.get(seq, 1) >= max_deliver:
+                self._drop_pending(seq)
+                self._advise_max_deliveries(seq, self.rdc.get(seq, 1))
+                continue
+            self._queue_redelivery(seq)
+        self._arm_ack_timer()
+        if self.waiting and self.rdq:
+            self._dispatch()
+
+    def _queue_redelivery(self, seq: int) -> None:
+        if seq not in self.rdq:
+            bisect.insort(self.rdq, seq)
+
+    def _drop_pending(self, seq: int) -> None:
+        """Forget an unacked message that will never be delivered again."""
+        p = self.pending.pop(seq, None)
+        if p is not None:
+            self._advance_floor(p[0], seq)
+
+    def _advise_max_deliveries(self, seq: int, deliveries: int) -> None:
+        api = getattr(self.stream.engine, "api", None)
+        if api is None:
+            return
+        api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{self.stream.name}.{self.name}",
+                   "advisory.v1.max_deliver",
+                   {"stream": self.stream.name, "consumer": self.name, "stream_seq": seq,
+                    "deliveries": deliveries})
+
+    # ------------------------------------------------------------------ acks
+
+    def _on_ack(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
+                payload: bytes, origin: Any) -> None:
+        toks = subject.split(b".")
+        n = len(toks)
+        try:
+            if n == 9:
+                dc, sseq, dseq = int(toks[4]), int(toks[5]), int(toks[6])
+            elif n >= 11:
+                dc, sseq, dseq = int(toks[6]), int(toks[7]), int(toks[8])
+            else:
+                return
+        except ValueError:
+            return
+        body = payload.strip()
+        nxt: bytes | None = None
+        if body in (b"", b"+ACK", b"+OK") or body.startswith(b"+ACK "):
+            self._ack(sseq, dseq)
+        elif body.startswith(b"-NAK"):
+            self._nak(sseq, body[4:].strip())
+        elif body.startswith(b"+WPI"):
+            self._progress(sseq)
+        elif body.startswith(b"+TERM"):
+            self._ack(sseq, dseq)
+        elif body.startswith(b"+NXT"):
+            self._ack(sseq, dseq)
+            nxt = body[4:].strip()
+        if nxt is not None and reply:
+            self.next_request(reply, nxt)
+        elif reply:
+            self.server.publish(reply, None, None, b"")
+
+    def _ack(self, sseq: int, dseq: int) -> None:
+        policy = self.config.ack_policy
+        if policy == "all":
+            done = sorted(s for s in self.pending if s <= sseq)
+            if not done:
+                return
+            for s in done:
+                self.pending.pop(s)
+                self.rdc.pop(s, None)
+            self.rdq = [s for s in self.rdq if s > sseq]
+            self.acked_at = self.clock.time_ns()
+            if not self.pending:
+                self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            elif dseq > self.adflr:
+                self.adflr, self.asflr = dseq, sseq
+            self._after_acks(done)
+            return
+        p = self.pending.pop(sseq, None)
+        if p is None:
+            return
+        self.rdc.pop(sseq, None)
+        if sseq in self.rdq:
+            self.rdq.remove(sseq)
+        self.acked_at = self.clock.time_ns()
+        self._advance_floor(p[0], sseq)
+        self._after_acks([sseq])
+
+    def _advance_floor(self, dseq: int, sseq: int) -> None:
+        """nats-server's floor rule: everything acked → floor at the delivery position; else
+        move only when the acked delivery is the one right after the floor."""
+        if not self.pending:
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        elif dseq == self.adflr + 1:
+            self.adflr, self.asflr = dseq, sseq
+            later = [s for s in self.pending if s > sseq]
+            if later:
+                nxt = min(later)
+                self.adflr, self.asflr = self.pending[nxt][0] - 1, nxt - 1
+
+    def _after_acks(self, seqs: list[int]) -> None:
+        """Retention: work queues drop acked messages; interest streams drop those no consumer
+        still needs. Then freed ack-pending room may let deliveries resume."""
+        retention = self.stream.config.retention
+        if retention != "limits":
+            store = self.stream.store
+            for seq in seqs:
+                subject = store.subject_for_seq(seq)
+                if subject is not None:
+                    self._maybe_remove(seq, subject)
+        if self.waiting:
+            self._dispatch()
+
+    def _maybe_remove(self, seq: int, subject: str) -> None:
+        stream = self.stream
+        if stream.config.retention == "interest":
+            for other in stream.consumers.values():
+                if other is not self and other.needs(seq, subject):
+                    return
+        stream.remove_msg(seq, False)
+
+    def needs(self, seq: int, subject: str) -> bool:
+        """Does this consumer still have to deliver or see an ack for ``seq``?"""
+        if not self.matches(subject):
+            return False
+        return seq >= self.sseq or seq in self.pending or seq in self._lps
+
+    def _nak(self, sseq: int, arg: bytes) -> None:
+        p = self.pending.get(sseq)
+        if p is None:
+            return
+        delay = 0
+        if arg:
+            if arg[:1] == b"{":
+                try:
+                    delay = int(J.parse_json(arg).get("delay", 0) or 0)
+                except Exception:
+                    delay = 0
+            else:
+                from minijs.jetstream.stream import parse_go_duration
+
+                delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
+        if delay > 0:
+            p[1] = self.clock.time_ns() + delay
+            if sseq in self.rdq:
+                self.rdq.remove(sseq)
+            self._arm_ack_timer()
+            return
+        p[1] = 0
+        self._queue_redelivery(sseq)
+        if self.waiting:
+            self._dispatch()
+
+    def _progress(self, sseq: int) -> None:
+        p = self.pending.get(sseq)
+        if p is None or sseq in self.rdq:
+            return
+        p[1] = self.clock.time_ns() + self._ack_wait(self.rdc.get(sseq, 1))
+        if self._ack_timer is not None and self._ack_timer_at < p[1]:
+            return
+        self._arm_ack_timer()

@@ -1,0 +1,232 @@
+"""The ``$JS.API.CONSUMER.>`` endpoints, plugged into :class:`~minijs.jetstream.api.JetStreamApi`
+through ``js_consumer_route`` (reference ``jetstream-api.md`` §4).
+
+Validation is entirely :mod:`minijs.jetstream.consumer_config` (already byte-exact with
+nats-server); this module sequences those checks the way ``jsConsumerCreateRequest`` does and
+turns the result into a live :class:`~minijs.jetstream.consumer.Consumer`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from minijs.jetstream import consumer_config as C
+from minijs.jetstream import errors as E
+from minijs.jetstream import headers as H
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.consumer import Consumer
+from minijs.protocol import wire
+
+if TYPE_CHECKING:
+    from minijs.jetstream.engine import JetStream
+    from minijs.jetstream.stream import Stream
+
+NAMES_LIMIT = 1024
+LIST_LIMIT = 256
+_CONSUMERS_REQUEST = {"offset": J.INT}
+
+Route = tuple[str, str, Callable[..., Any], tuple]
+
+
+def _has_body(payload: bytes) -> bool:
+    s = payload.lstrip()
+    return bool(s) and s[:1] in (b"{", b"[")
+
+
+def _is_empty(payload: bytes) -> bool:
+    s = payload.strip()
+    return not s or s == b"{}"
+
+
+class ConsumerApi:
+    """Serves the consumer endpoints of one engine."""
+
+    def __init__(self, js: "JetStream") -> None:
+        self.js = js
+        self.server = js.server
+
+    @property
+    def api(self) -> Any:
+        return self.js.api
+
+    # ------------------------------------------------------------------ routing
+
+    def route(self, t: list[str]) -> Route | None:
+        """Tokens after ``$JS.API.`` → ``(kind, response type, handler, args)`` or None (no
+        such endpoint: no reply at all)."""
+        n = len(t)
+        if n < 3:
+            return None
+        op = t[1]
+        if op == "CREATE" or (op == "DURABLE" and t[2] == "CREATE"):
+            subject = "$JS.API." + ".".join(t)
+            if C.parse_create_subject(subject) is None:
+                return None
+            return "json", "consumer_create_response", self.create, (subject,)
+        if n == 3 and op == "NAMES":
+            return "json", "consumer_names_response", self.names, (t[2],)
+        if n == 3 and op == "LIST":
+            return "json", "consumer_list_response", self.list, (t[2],)
+        if n == 4 and op == "INFO":
+            return "json", "consumer_info_response", self.info, (t[2], t[3])
+        if n == 4 and op == "DELETE":
+            return "json", "consumer_delete_response", self.delete, (t[2], t[3])
+        if n == 4 and op in ("PAUSE", "UNPIN"):
+            return "json", f"consumer_{op.lower()}_response", self.unsupported, (t[2], t[3], op)
+        if n == 5 and op == "MSG" and t[2] == "NEXT":
+            return "raw", "", self.msg_next, (t[3], t[4])
+        if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
+            return "json", "consumer_leader_stepdown_response", self.api.cluster_only, ()
+        return None
+
+    # ------------------------------------------------------------------ helpers
+
+    def _stream(self, name: str) -> "Stream":
+        stream = self.js.lookup(name)
+        if stream is None:
+            raise E.stream_not_found()
+        return stream
+
+    def _consumer(self, stream: "Stream", name: str) -> Consumer:
+        consumer = stream.consumers.get(name)
+        if consumer is None:
+            raise E.consumer_not_found()
+        return consumer
+
+    # ------------------------------------------------------------------ create
+
+    def create(self, payload: bytes, subject: str) -> dict:
+        """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``, checks in server order
+        (see the :mod:`consumer_config` module docstring)."""
+        form = C.parse_create_subject(subject)
+        assert form is not None  # route() only sends parseable subjects
+        cfg, action, pedantic, req_stream = C.parse_create_request(payload)
+        cfg = C.apply_create_subject(form, cfg, req_stream)
+        stream = self._stream(form.stream)
+        key = C.consumer_key(cfg)
+        old = stream.consumers.get(key) if key else None
+        cfg = C.validate_and_default(cfg, stream.config, pedantic=pedantic,
+                                     existing=old.config if old else None)
+        others = [(name, C.filters_of(c.config)) for name, c in stream.consumers.items()
+                  if not c.config.direct and not c.config.sourcing]
+        workqueue = stream.config.retention == "workqueue"
+        if old is not None:
+            C.check_create_action(cfg, old.config, action)
+            if workqueue:
+                C.check_workqueue_overlap(key, C.filters_of(cfg), others)
+            cfg = C.check_update(old.config, cfg, old_deliver_has_interest=False)
+            old.update_config(cfg)
+            return old.info()
+        if action == C.ACTION_UPDATE:
+            raise E.consumer_does_not_exist()
+        C.check_max_consumers(stream.config.max_consumers,
+                              sum(1 for c in stream.consumers.values() if not c.config.sourcing))
+        C.check_workqueue_new(cfg, stream.config, others)
+        name = C.assign_name(cfg, stream.consumers.keys(),
+                             file_storage=stream.config.storage == "file" and not cfg.mem_storage)
+        cfg = C.finalize_new(cfg)
+        if cfg.deliver_subject:
+            # Issue 4 phase 1 serves pull consumers only: refuse loudly rather than create a
+            # push consumer that would never deliver.
+            raise E.consumer_create("minijs does not support push consumers yet")
+        consumer = Consumer(stream, name, cfg)
+        stream.consumers[name] = consumer
+        consumer.start()
+        self._advise(stream.name, name, "create")
+        return consumer.info()
+
+    # ------------------------------------------------------------------ info / delete / lists
+
+    def info(self, payload: bytes, stream_name: str, name: str) -> dict:
+        if not _is_empty(payload):
+            raise E.not_empty_request()
+        stream = self._stream(stream_name)
+        return self._consumer(stream, name).info()
+
+    def delete(self, payload: bytes, stream_name: str, name: str) -> dict:
+        if not _is_empty(payload):
+            raise E.not_empty_request()
+        stream = self._stream(stream_name)
+        consumer = self._consumer(stream, name)
+        self.delete_consumer(stream, consumer)
+        return {"success": True}
+
+    def delete_consumer(self, stream: "Stream", consumer: Consumer) -> None:
+        """Remove one consumer; on interest/work-queue streams drop what only it still held."""
+        stream.consumers.pop(consumer.name, None)
+        consumer.delete()
+        if stream.config.retention == "interest":
+            self._sweep_interest(stream)
+        self._advise(stream.name, consumer.name, "delete")
+
+    def _sweep_interest(self, stream: "Stream") -> None:
+        store = stream.store
+        if not store.msgs:
+            return
+        doomed: list[int] = []
+        seq = store.first_seq
+        while True:
+            sm_seq = store.next_seq(seq)
+            if sm_seq is None:
+                break
+            subject = store.subject_for_seq(sm_seq)
+            if subject is not None and not any(c.needs(sm_seq, subject)
+                                               for c in stream.consumers.values()):
+                doomed.append(sm_seq)
+            seq = sm_seq + 1
+        for q in doomed:
+            stream.remove_msg(q, False)
+
+    def _offset(self, payload: bytes) -> int:
+        if _has_body(payload):
+            req = J.decode_strict(payload, _CONSUMERS_REQUEST, "JSApiConsumersRequest")
+            return max(0, req.get("offset", 0))
+        return 0
+
+    def names(self, payload: bytes, stream_name: str) -> dict:
+        offset = self._offset(payload)
+        stream = self._stream(stream_name)
+        names = sorted(stream.consumers)
+        return {"total": len(names), "offset": offset, "limit": NAMES_LIMIT,
+                "consumers": names[offset:offset + NAMES_LIMIT]}
+
+    def list(self, payload: bytes, stream_name: str) -> dict:
+        offset = self._offset(payload)
+        stream = self._stream(stream_name)
+        names = sorted(stream.consumers)
+        page = [stream.consumers[n].info(dynamic_metadata=False)
+                for n in names[offset:offset + LIST_LIMIT]]
+        return {"total": len(names), "offset": offset, "limit": LIST_LIMIT, "consumers": page}
+
+    def unsupported(self, payload: bytes, stream_name: str, name: str, op: str) -> dict:
+        stream = self._stream(stream_name)
+        self._consumer(stream, name)
+        raise E.consumer_create(f"minijs does not support consumer {op.lower()} yet")
+
+    # ------------------------------------------------------------------ MSG.NEXT
+
+    def msg_next(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
+                 origin: Any, stream_name: str, name: str) -> None:
+        """Served by the consumer itself; without one the requester gets the core 503, as
+        from nats-server where each consumer has its own subscription."""
+        stream = self.js.lookup(stream_name)
+        consumer = stream.consumers.get(name) if stream is not None else None
+        if consumer is None:
+            self.api.no_responders(subject, reply, origin)
+            return
+        if not reply:
+            return
+        if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
+            try:
+                self.api._check_api_level(hdr)
+            except E.ApiError:
+                self.server.publish(reply, None, wire.status_header(412, "Required Api Level"), b"")
+                return
+        consumer.next_request(reply, payload)
+
+    # ------------------------------------------------------------------ advisories
+
+    def _advise(self, stream: str, consumer: str, action: str) -> None:
+        what = {"create": "CREATED", "delete": "DELETED"}[action]
+        self.api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{stream}.{consumer}",
+                        "advisory.v1.consumer_action",
+                        {"stream": stream, "consumer": consumer, "action": action})

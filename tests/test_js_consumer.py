@@ -1,0 +1,157 @@
+"""Pull consumers inside minijs under the virtual clock: ack-wait redelivery, NAK delay,
+max_deliver and pull expiry fire with no real waiting. Wire behaviour against nats-server is
+in conformance/test_js_consumer_*.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from minijs.clock import VirtualClock
+from minijs.jetstream.consumer import parse_next_request
+from minijs.server import Server
+
+S = 1_000_000_000
+
+
+async def api(nc: Any, subject: str, body: Any = None) -> dict:
+    payload = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
+    return json.loads(msg.data)
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+async def server(clock: VirtualClock, tmp_path: Path) -> Any:
+    srv = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"))
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+@pytest.fixture
+async def nc(server: Server) -> Any:
+    client = await nats.connect(server.client_url)
+    yield client
+    await client.close()
+
+
+async def setup(nc: Any, msgs: int = 1, **config: Any) -> Any:
+    out = await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "storage": "memory"})
+    assert "error" not in out, out
+    for i in range(msgs):
+        await nc.request("s.m", b"m%d" % i, timeout=5)
+    config.setdefault("ack_policy", "explicit")
+    out = await api(nc, "CONSUMER.CREATE.S.c",
+                    {"stream_name": "S", "config": {"durable_name": "c", **config}})
+    assert "error" not in out, out
+    return await nc.subscribe("pull.>")
+
+
+async def next_msg(sub: Any) -> Any:
+    return await sub.next_msg(timeout=2)
+
+
+async def settle(nc: Any) -> None:
+    await nc.flush()
+    await asyncio.sleep(0.01)
+
+
+async def info(nc: Any) -> dict:
+    return await api(nc, "CONSUMER.INFO.S.c")
+
+
+async def test_ack_wait_redelivery_on_virtual_clock(nc: Any, clock: VirtualClock) -> None:
+    sub = await setup(nc, ack_wait=30 * S)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.1")
+    m = await next_msg(sub)
+    assert m.reply.split(".")[4:7] == ["1", "1", "1"]
+    clock.advance(29)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.2")
+    await settle(nc)
+    assert (await info(nc))["num_waiting"] == 1
+    clock.advance(1.1)  # ack wait over: the waiting request gets the redelivery
+    r = await next_msg(sub)
+    assert r.data == b"m0" and r.reply.split(".")[4:7] == ["2", "1", "2"]
+    i = await info(nc)
+    assert (i["num_redelivered"], i["num_ack_pending"], i["num_waiting"]) == (1, 1, 0)
+
+
+async def test_wpi_restarts_ack_wait(nc: Any, clock: VirtualClock) -> None:
+    sub = await setup(nc, ack_wait=10 * S)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.1")
+    m = await next_msg(sub)
+    clock.advance(8)
+    await nc.request(m.reply, b"+WPI", timeout=2)
+    clock.advance(8)  # 16 s after delivery, 8 s after the WPI: not due yet
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"no_wait": true}', reply="pull.2")
+    st = await next_msg(sub)
+    assert st.headers["Status"] == "404"
+    clock.advance(2.1)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.3")
+    r = await next_msg(sub)
+    assert r.reply.split(".")[4] == "2"
+
+
+async def test_nak_delay_and_max_deliver(nc: Any, clock: VirtualClock) -> None:
+    sub = await setup(nc, ack_wait=5 * S, max_deliver=2)
+    advisories = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.>")
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.1")
+    m = await next_msg(sub)
+    await nc.request(m.reply, b'-NAK {"delay": 3000000000}', timeout=2)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.2")
+    await settle(nc)
+    clock.advance(2.9)
+    await settle(nc)
+    assert (await info(nc))["num_waiting"] == 1
+    clock.advance(0.2)
+    r = await next_msg(sub)
+    assert r.reply.split(".")[4] == "2"
+    clock.advance(5.1)  # second (= max) delivery expires: dropped, advisory sent
+    adv = json.loads((await advisories.next_msg(timeout=2)).data)
+    assert adv["type"] == "io.nats.jetstream.advisory.v1.max_deliver"
+    assert (adv["stream_seq"], adv["deliveries"]) == (1, 2)
+    i = await info(nc)
+    assert i["num_ack_pending"] == 0
+
+
+async def test_pull_expiry_408_on_virtual_clock(nc: Any, clock: VirtualClock) -> None:
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 3, "expires": 60000000000}',
+                     reply="pull.1")
+    await settle(nc)
+    assert (await info(nc))["num_waiting"] == 1
+    clock.advance(60.1)
+    st = await next_msg(sub)
+    assert st.headers["Status"] == "408"
+    assert (st.headers["Nats-Pending-Messages"], st.headers["Nats-Pending-Bytes"]) == ("3", "0")
+    assert (await info(nc))["num_waiting"] == 0
+
+
+async def test_interest_dropped_requests_are_not_served(nc: Any, clock: VirtualClock) -> None:
+    """A request whose reply subject lost interest is skipped; the message waits."""
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="gone.1")
+    await settle(nc)
+    await nc.request("s.m", b"x", timeout=2)
+    i = await info(nc)
+    assert (i["num_waiting"], i["num_pending"], i["delivered"]["consumer_seq"]) == (0, 1, 0)
+    await sub.unsubscribe()
+
+
+def test_parse_next_request_forms() -> None:
+    assert parse_next_request(b"") == (1, 0, False, 0, 0)
+    assert parse_next_request(b" 7 ") == (7, 0, False, 0, 0)
+    assert parse_next_request(b"junk") == (1, 0, False, 0, 0)
+    assert parse_next_request(b'{"batch":2,"no_wait":true,"zz":1}') == (2, 0, True, 0, 0)
+    with pytest.raises(ValueError, match="heartbeat value too large"):
+        parse_next_request(b'{"expires": 10, "idle_heartbeat": 6}')
