@@ -102,6 +102,9 @@ class Stream:
         self._expiry_timer: Any = None
         self._expiry_at = 0
         self._pending_acks: list[tuple[bytes, bytes]] = []
+        #: Stored messages not yet announced to consumers: they are announced after the pub
+        #: ack is sent (and, for file streams, after the commit), the order nats-server shows.
+        self._signals: list[tuple[int, str]] = []
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
@@ -203,6 +206,11 @@ class Stream:
                     self.engine.mark_dirty(self)
             else:
                 self.server.publish(reply, None, None, ack)
+        if self._signals:
+            if self.store.pending_writes:
+                self.engine.mark_dirty(self)  # announced by flush(), after the commit
+            else:
+                self._release_signals()
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
                 reply: bytes | None = None) -> bytes | None:
@@ -296,7 +304,7 @@ class Stream:
         if self._republish is not None:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers:
-            self.engine.signal_consumers(self, seq, subject)
+            self._signals.append((seq, subject))
         return self._ack_prefix + b"%d}" % seq
 
     def _check_discard_new(self, subject: str, hdr: bytes | None, data: bytes, rollup: bool) -> None:
@@ -359,6 +367,17 @@ class Stream:
             publish = self.server.publish
             for reply, ack in acks:
                 publish(reply, None, None, ack)
+        self._release_signals()
+
+    def _release_signals(self) -> None:
+        """Tell consumers about messages stored since the last call."""
+        signals = self._signals
+        if signals:
+            self._signals = []
+            for seq, subject in signals:
+                if self.closed:
+                    return
+                self.engine.signal_consumers(self, seq, subject)
 
     # ------------------------------------------------------------------ dedup
 
@@ -451,11 +470,13 @@ class Stream:
                     markers.append(sm.subject)
         for subject in markers:
             hdr = H.build([(H.MARKER_REASON, "MaxAge"), (H.TTL, J.go_duration(sdm)), (H.ROLLUP, "sub")])
-            self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
+            seq, _ = self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
             self._last_msg_id = ""
+            if self.consumers:
+                self._signals.append((seq, subject))
         if removed or markers:
             self._on_removed(removed)
-            self.engine.mark_dirty(self)
+            self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
 
     def _on_removed(self, seqs: list[int]) -> None:
