@@ -61,7 +61,7 @@ class Server:
         self.server_id = _nkey_like("N")
         self.server_name = config.server_name or self.server_id
         self.xkey = _nkey_like("X")
-        self.sublist = Sublist()
+        self.sublist = WatchedSublist()
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
@@ -257,6 +257,21 @@ class Server:
         sub.closed = True
         self.sublist.remove(sub)
 
+    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
+        """Call ``callback()`` (soon, from the event loop) whenever a subscription whose subject
+        is exactly ``subject`` comes or goes, like nats-server's sublist notifications that
+        push consumers register on their deliver subject. Returns a handle for
+        :meth:`unwatch_interest`."""
+        return self.sublist.watch(subject, callback)
+
+    def unwatch_interest(self, handle: Any) -> None:
+        self.sublist.unwatch(handle)
+
+    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
+        """Is there a live subscription on exactly ``subject`` (a plain one, or with ``queue`` a
+        member of that queue group)? Wildcard subscriptions that merely match do not count."""
+        return self.sublist.has_exact(subject, queue)
+
     def num_subscriptions(self) -> int:
         return self.sublist.count
 
@@ -305,6 +320,60 @@ class Server:
             if sub.conn is origin and not sub.closed:
                 origin.deliver(sub, reply, None, wire.no_responders_header(subject), b"")
                 return
+
+
+class WatchedSublist(Sublist):
+    """The server's sublist: a :class:`Sublist` that also tells watchers when a subscription
+    on a watched literal subject is inserted or removed (whoever removes it: UNSUB, a closed
+    connection, auto-unsubscribe)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._watchers: dict[bytes, list[Callable[[], None]]] = {}
+
+    def watch(self, subject: bytes, callback: Callable[[], None]) -> tuple:
+        self._watchers.setdefault(subject, []).append(callback)
+        return (subject, callback)
+
+    def unwatch(self, handle: tuple) -> None:
+        subject, callback = handle
+        cbs = self._watchers.get(subject)
+        if cbs and callback in cbs:
+            cbs.remove(callback)
+            if not cbs:
+                del self._watchers[subject]
+
+    def insert(self, sub: Subscription) -> None:
+        super().insert(sub)
+        if self._watchers and sub.subject in self._watchers:
+            self._notify(sub.subject)
+
+    def remove(self, sub: Subscription) -> bool:
+        removed = super().remove(sub)
+        if removed and self._watchers and sub.subject in self._watchers:
+            self._notify(sub.subject)
+        return removed
+
+    def _notify(self, subject: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for cb in list(self._watchers.get(subject, ())):
+            loop.call_soon(cb)
+
+    def has_exact(self, subject: bytes, queue: bytes | None = None) -> bool:
+        node = self._root
+        for tok in subject.split(b"."):
+            node = node.children.get(tok)  # type: ignore[assignment]
+            if node is None:
+                return False
+        if queue is None:
+            return any(not s.closed for s in node.plain)
+        return any(not s.closed for s in node.groups.get(queue, ()))
+
+
+def pick_member(members: list[Subscription], origin: Connection | None = None
+                ) -> Subscription | None:
+    """One random live member of a queue group (public form of the router's choice)."""
+    return _pick_member(members, origin)
 
 
 def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:

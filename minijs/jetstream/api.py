@@ -416,4 +416,5 @@ _ERROR_EXTRAS: dict[str, dict] = {
     "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
+    "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
 }

@@ -17,11 +17,19 @@ consumer (delivery) sequence, ``pending`` maps stream seq → ``[consumer seq, d
 delivered, unacked messages, ``rdc`` the delivery count of redelivered ones, ``rdq`` the stream
 sequences due for redelivery (served before new messages, oldest first).
 
-Phase 1 of issue 4: pull consumers only (no push delivery, no persistence of consumer state).
+Push consumers (behavior §6) deliver to ``deliver_subject`` while a subscription on exactly that
+subject (and ``deliver_group``) exists: the server tells the consumer when such subscriptions come
+and go (:meth:`Server.watch_interest`). They send idle heartbeats and flow-control requests as
+nats-server does, throttle to ``rate_limit_bps`` and are removed after ``inactive_threshold``
+without interest; pull consumers with a threshold are removed after that long without requests.
+``pause_until`` stops deliveries until the deadline (behavior §8). Everything that waits runs on
+the server clock. (Consumer state is not persisted yet.)
 """
 from __future__ import annotations
 
+import asyncio
 import bisect
+import secrets
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +43,9 @@ if TYPE_CHECKING:
     from minijs.jetstream.stream import Stream
 
 _SECOND = 1_000_000_000
+#: Flow control: the largest window (nats-server ``maxFlowControl``); a consumer starts at 1/16.
+MAX_FLOW_CONTROL = 32 * 1024 * 1024
+_FC_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 #: ``CONSUMER.MSG.NEXT`` JSON body (``JSApiConsumerGetNextRequest``, lenient: unknown fields
 #: ignored). The Go struct is anonymous in error texts (``Go struct field .batch``).
@@ -124,7 +135,7 @@ def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: by
     """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
     consumer deliveries keep the stored subject (behavior §3.2), which a plain publish cannot
     express. Returns the number of receivers."""
-    from minijs.server import _pick_member
+    from minijs.server import pick_member
 
     result = server.sublist.match(target)
     if not result:
@@ -140,7 +151,7 @@ def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: by
         delivered += 1
     if result.groups:
         for members in result.groups.values():
-            sub = _pick_member(members, None)
+            sub = pick_member(members, None)
             if sub is None:
                 continue
             if sub.conn is None:
@@ -156,7 +167,7 @@ def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: by
 
 
 class Consumer:
-    """One (pull) consumer of a stream."""
+    """One consumer of a stream: pull (``MSG.NEXT`` requests) or push (``deliver_subject``)."""
 
     def __init__(self, stream: "Stream", name: str, config: C.ConsumerConfig,
                  created: int | None = None) -> None:
@@ -186,6 +197,28 @@ class Consumer:
         self._ack_sub: Any = None
         self._ack_timer: Any = None
         self._ack_timer_at = 0
+        # push delivery
+        self.active = False  # an exact-subject subscription exists on the deliver subject
+        self._dsubj = b""
+        self._dgroup: bytes | None = None
+        self._watch: Any = None
+        self._pushing = False
+        self._hb_timer: Any = None
+        self._last_out = 0.0  # monotonic time of the last delivery to the deliver subject
+        self._fc_sub: Any = None
+        self.maxpb = 0  # flow-control window (bytes); 0 = no flow control
+        self.pbytes = 0  # delivered bytes not yet covered by an answered FC request
+        self.fcid = ""  # reply subject of the outstanding FC request
+        self.fcsz = 0
+        self._rl_rate = 0.0  # rate_limit_bps as bytes per second
+        self._rl_burst = 0
+        self._rl_tokens = 0.0
+        self._rl_at = 0.0
+        self._rl_timer: Any = None
+        # inactivity and pause
+        self._dtimer: Any = None
+        self._last_request = self.clock.monotonic()
+        self._pause_timer: Any = None
         self._apply_config(config)
         self._select_start()
 
@@ -211,8 +244,18 @@ class Consumer:
             return
         if self._npc_valid and seq >= self.sseq and not self._lps and self.matches(subject):
             self._npc += 1
-        if self.waiting:
+        self._wake()
+
+    def _wake(self) -> None:
+        """Something may be deliverable now: push it, or serve waiting pull requests."""
+        if self._dsubj:
+            self._push()
+        elif self.waiting:
             self._dispatch()
+
+    @property
+    def is_push(self) -> bool:
+        return bool(self._dsubj)
 
     def on_removed(self, seqs: list[int]) -> None:
         """Messages left the stream: recount pending lazily; ones still awaiting an ack stay
@@ -254,31 +297,306 @@ class Consumer:
         for wr in self.waiting:
             wr.cancel()
         self.waiting.clear()
-        if self._ack_timer is not None:
-            self._ack_timer.cancel()
-            self._ack_timer = None
+        for name in ("_ack_timer", "_hb_timer", "_rl_timer", "_dtimer", "_pause_timer"):
+            timer = getattr(self, name)
+            if timer is not None:
+                timer.cancel()
+                setattr(self, name, None)
         if self._ack_sub is not None:
             self.server.unsubscribe_internal(self._ack_sub)
             self._ack_sub = None
+        if self._fc_sub is not None:
+            self.server.unsubscribe_internal(self._fc_sub)
+            self._fc_sub = None
+        if self._watch is not None:
+            self.server.unwatch_interest(self._watch)
+            self._watch = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        if self.config.ack_policy != "none":
+        cfg = self.config
+        if cfg.ack_policy != "none":
             subject = f"$JS.ACK.{self.stream.name}.{self.name}.>"
             self._ack_sub = self.server.subscribe_internal(subject, self._on_ack)
+        if cfg.deliver_subject:
+            if cfg.flow_control:
+                self.maxpb = MAX_FLOW_CONTROL // 16
+                self._fc_sub = self.server.subscribe_internal(
+                    f"$JS.FC.{self.stream.name}.{self.name}.*", self._on_flow_control)
+            self._bind_deliver_subject()
+            if cfg.idle_heartbeat > 0:
+                self._last_out = self.clock.monotonic()
+                self._hb_timer = self.clock.call_later(cfg.idle_heartbeat / 1e9, self._idle_heartbeat)
+        elif cfg.inactive_threshold > 0:
+            self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9, self._check_inactive)
+        self._schedule_unpause()
+        if self._dsubj and self.active:
+            # Deliver from the next loop turn: the create reply reports the state at creation.
+            asyncio.get_running_loop().call_soon(self._push)
 
     def _apply_config(self, cfg: C.ConsumerConfig) -> None:
         self.config = cfg
         self.filters = [f for f in C.filters_of(cfg) if f != ">"]
         self._ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
+        if cfg.rate_limit_bps > 0:
+            self._rl_rate = cfg.rate_limit_bps / 8
+            mms = self.stream.config.max_msg_size
+            self._rl_burst = mms if mms > 0 else self.server.config.max_payload
+            if not self._rl_at:
+                self._rl_tokens = float(self._rl_burst)
+                self._rl_at = self.clock.monotonic()
+        else:
+            self._rl_rate = 0.0
 
     def update_config(self, cfg: C.ConsumerConfig) -> None:
-        """An allowed update (``check_update`` passed): filters, limits and waits may change."""
+        """An allowed update (``check_update`` passed): filters, limits, waits and (for an
+        unbound push consumer) the deliver subject may change."""
+        old = self.config
         self._apply_config(cfg)
         self._npc_valid = False
-        if self.waiting:
-            self._dispatch()
+        if cfg.deliver_subject and cfg.deliver_subject != old.deliver_subject:
+            # nats-server re-watches the new subject and redelivers what was pending there.
+            if self._watch is not None:
+                self.server.unwatch_interest(self._watch)
+                self._watch = None
+            self._bind_deliver_subject()
+            for seq, p in self.pending.items():
+                p[1] = 0
+                self._queue_redelivery(seq)
+        if cfg.inactive_threshold != old.inactive_threshold and not self._dsubj:
+            if self._dtimer is not None:
+                self._dtimer.cancel()
+                self._dtimer = None
+            if cfg.inactive_threshold > 0:
+                self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9,
+                                                     self._check_inactive)
+        self._wake()
+
+    # ------------------------------------------------------------------ push: interest
+
+    def _bind_deliver_subject(self) -> None:
+        """Watch the deliver subject (with the deliver group as it is now: like nats-server's
+        sublist notification, a later deliver_group update does not change what is watched)."""
+        cfg = self.config
+        self._dsubj = cfg.deliver_subject.encode()
+        self._dgroup = cfg.deliver_group.encode() if cfg.deliver_group else None
+        self._watch = self.server.watch_interest(self._dsubj, self._interest_changed)
+        self.active = self.server.has_exact_interest(self._dsubj, self._dgroup)
+        if not self.active:
+            self._start_delete_timer()
+
+    def _interest_changed(self) -> None:
+        """``updateDeliveryInterest``: a subscription on the deliver subject came or went."""
+        if self.closed or not self._dsubj:
+            return
+        interest = self.server.has_exact_interest(self._dsubj, self._dgroup)
+        was = self.active
+        self.active = interest
+        if interest:
+            if self._dtimer is not None:
+                self._dtimer.cancel()
+                self._dtimer = None
+            if not was:
+                self._push()
+        else:
+            self._start_delete_timer()
+
+    def _start_delete_timer(self) -> None:
+        thresh = self.config.inactive_threshold
+        if thresh > 0 and self._dtimer is None:
+            self._dtimer = self.clock.call_later(thresh / 1e9, self._check_inactive)
+
+    def _check_inactive(self) -> None:
+        """``deleteNotActive``: a push consumer without interest, or a pull consumer without
+        requests (and no ack still expected), for ``inactive_threshold`` is deleted."""
+        self._dtimer = None
+        if self.closed:
+            return
+        thresh = self.config.inactive_threshold
+        if thresh <= 0:
+            return
+        if self._dsubj:
+            if self.active:
+                return
+        else:
+            elapsed = self.clock.monotonic() - self._last_request
+            if elapsed < thresh / 1e9:
+                self._dtimer = self.clock.call_later(thresh / 1e9 - elapsed, self._check_inactive)
+                return
+            self._prune_waiting()
+            if self.waiting:
+                self._dtimer = self.clock.call_later(thresh / 1e9, self._check_inactive)
+                return
+            now = self.clock.time_ns()
+            latest = max((p[1] for p in self.pending.values() if p[1] > 0), default=0)
+            if latest and latest + thresh > now:
+                self._dtimer = self.clock.call_later((latest + thresh - now) / 1e9,
+                                                     self._check_inactive)
+                return
+        consumers = getattr(self.stream.engine, "consumer_api", None)
+        if consumers is not None and self.stream.consumers.get(self.name) is self:
+            consumers.delete_consumer(self.stream, self)
+        else:
+            self.delete()
+
+    # ------------------------------------------------------------------ pause
+
+    def is_paused(self) -> bool:
+        pu = self.config.pause_until
+        return bool(pu) and int(pu) > self.clock.time_ns()  # type: ignore[arg-type]
+
+    def set_pause(self, until: int | None) -> bool:
+        """``CONSUMER.PAUSE``: store ``pause_until`` (None resumes); True when it changed (the
+        server then sends a pause advisory)."""
+        old = self.config.pause_until
+        changed = (old is None) != (until is None) or (old is not None and int(old) != int(until or 0))
+        cfg = self.config.copy()
+        cfg.pause_until = until
+        C.set_static_metadata(cfg)
+        self.config = cfg
+        self._schedule_unpause()
+        if changed:
+            self.advise_pause()
+        if not self.is_paused():
+            self._wake()
+        return changed
+
+    def advise_pause(self) -> None:
+        api = getattr(self.stream.engine, "api", None)
+        if api is None:
+            return
+        pu = self.config.pause_until
+        api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.{self.stream.name}.{self.name}",
+                   "advisory.v1.consumer_pause",
+                   {"stream": self.stream.name, "consumer": self.name,
+                    "paused": self.is_paused(),
+                    "pause_until": J.go_time(int(pu) if pu else J.ZERO_TIME)})
+
+    def _schedule_unpause(self) -> None:
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+        if self.is_paused():
+            delay = (int(self.config.pause_until) - self.clock.time_ns()) / 1e9  # type: ignore[arg-type]
+            self._pause_timer = self.clock.call_later(delay, self._unpause)
+
+    def _unpause(self) -> None:
+        self._pause_timer = None
+        if self.closed:
+            return
+        if self.is_paused():  # the clock is not quite there yet
+            self._schedule_unpause()
+            return
+        self.advise_pause()
+        self._wake()
+
+    # ------------------------------------------------------------------ push: delivery
+
+    def _push(self) -> None:
+        """Deliver to the deliver subject while there is interest, nothing pauses it, flow
+        control has room and the rate limit allows."""
+        if not self._dsubj or self._pushing:
+            return
+        self._pushing = True
+        try:
+            while not self.closed and self.active:
+                if self.maxpb > 0 and self.pbytes > self.maxpb:
+                    break
+                if self._rl_timer is not None or self.is_paused():
+                    break
+                nxt = self._peek()
+                if nxt is None:
+                    break
+                sm, dc = nxt
+                subject = sm.subject.encode()
+                hdr, data = self._payload(sm)
+                size = 0
+                if self.maxpb > 0 or self._rl_rate > 0:
+                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
+                    size = len(self._dsubj) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                if self._rl_rate > 0:
+                    wait = self._rate_wait(size)
+                    if wait > 0:
+                        self._rl_timer = self.clock.call_later(wait, self._rate_ready)
+                        break
+                self._deliver(self._dsubj, subject, hdr, data, sm, dc)
+                self._last_out = self.clock.monotonic()
+                if self.maxpb > 0:
+                    self.pbytes += size
+                    if not self.fcid and self.pbytes > self.maxpb // 2:
+                        self._send_flow_control()
+                    elif self.fcid and self.pbytes - self.fcsz >= self.maxpb:
+                        self.fcsz += size
+        finally:
+            self._pushing = False
+
+    def _payload(self, sm: StoredMessage) -> tuple[bytes | None, bytes]:
+        hdr, data = sm.hdr, sm.data
+        if self.config.headers_only:
+            hdr = H.append(hdr, [("Nats-Msg-Size", str(len(data)))])
+            data = b""
+        return hdr, data
+
+    def _rate_wait(self, size: int) -> float:
+        """Token bucket of ``rate_limit_bps / 8`` bytes a second (burst = the max message
+        size): take ``size`` now and return 0, or return how long until it can be taken."""
+        now = self.clock.monotonic()
+        self._rl_tokens = min(float(self._rl_burst),
+                              self._rl_tokens + (now - self._rl_at) * self._rl_rate)
+        self._rl_at = now
+        need = min(size, self._rl_burst)
+        if self._rl_tokens >= need:
+            self._rl_tokens -= need
+            return 0.0
+        return (need - self._rl_tokens) / self._rl_rate
+
+    def _rate_ready(self) -> None:
+        self._rl_timer = None
+        if not self.closed:
+            self._push()
+
+    # ------------------------------------------------------------------ push: heartbeats, FC
+
+    def _idle_heartbeat(self) -> None:
+        """Every ``idle_heartbeat`` without a delivery: ``100 Idle Heartbeat`` with the last
+        consumer and stream sequences, and ``Nats-Consumer-Stalled`` while an FC request is
+        unanswered (only while the consumer is active)."""
+        self._hb_timer = None
+        if self.closed:
+            return
+        hb = self.config.idle_heartbeat / 1e9
+        idle = self.clock.monotonic() - self._last_out
+        if idle < hb - 1e-6:
+            self._hb_timer = self.clock.call_later(hb - idle, self._idle_heartbeat)
+            return
+        if self.active:
+            pairs = [("Nats-Last-Consumer", str(self.dseq - 1)),
+                     ("Nats-Last-Stream", str(self.sseq - 1))]
+            if self.fcid:
+                pairs.append(("Nats-Consumer-Stalled", self.fcid))
+            self.server.publish(self._dsubj, None, _status(100, "Idle Heartbeat", pairs), b"")
+        self._last_out = self.clock.monotonic()
+        self._hb_timer = self.clock.call_later(hb, self._idle_heartbeat)
+
+    def _send_flow_control(self) -> None:
+        suffix = "".join(secrets.choice(_FC_ALPHABET) for _ in range(4))
+        self.fcid = f"$JS.FC.{self.stream.name}.{self.name}.{suffix}"
+        self.fcsz = self.pbytes
+        self.server.publish(self._dsubj, self.fcid.encode(), _status(100, "FlowControl Request"),
+                            b"")
+
+    def _on_flow_control(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
+                         payload: bytes, origin: Any) -> None:
+        """``processFlowControl``: only the latest request counts; it frees what it covered and
+        doubles the window (up to 32 MiB)."""
+        if self.closed or subject.decode("utf-8", "replace") != self.fcid:
+            return
+        if self.maxpb < MAX_FLOW_CONTROL:
+            self.maxpb = min(self.maxpb * 2, MAX_FLOW_CONTROL)
+        self.pbytes = max(0, self.pbytes - self.fcsz)
+        self.fcid, self.fcsz = "", 0
+        self._push()
 
     def _select_start(self) -> None:
         """The first stream sequence to consider (behavior §3.1; verified: ``all`` starts at
@@ -345,6 +663,7 @@ class Consumer:
             num_waiting=len(self.waiting),
             num_pending=self.num_pending(),
             ts=self.clock.time_ns(),
+            push_bound=bool(self._dsubj) and self.active,
             dynamic_metadata=dynamic_metadata,
         )
 
@@ -358,6 +677,7 @@ class Consumer:
         if cfg.deliver_subject:
             self._send(reply, _status(409, "Consumer is push based"))
             return
+        self._last_request = self.clock.monotonic()
         try:
             batch, max_bytes, no_wait, expires, hb = parse_next_request(payload)
         except ValueError as exc:
@@ -431,6 +751,8 @@ class Consumer:
 
     def _dispatch(self) -> None:
         """Hand available messages to waiting requests, head first, round-robin."""
+        if self.is_paused():
+            return
         has_interest = self.server.sublist.has_interest
         waiting = self.waiting
         while waiting and not self.closed:
@@ -443,11 +765,7 @@ class Consumer:
                 break
             sm, dc = nxt
             subject = sm.subject.encode()
-            hdr = sm.hdr
-            data = sm.data
-            if self.config.headers_only:
-                hdr = H.append(hdr, [("Nats-Msg-Size", str(len(data)))])
-                data = b""
+            hdr, data = self._payload(sm)
             # The ack subject carries num_pending *after* this delivery; it is cheap to know
             # it beforehand: a redelivery leaves it unchanged, a new message lowers it by one.
             if wr.max_bytes > 0:
@@ -610,8 +928,8 @@ class Consumer:
                 continue
             self._queue_redelivery(seq)
         self._arm_ack_timer()
-        if self.waiting and self.rdq:
-            self._dispatch()
+        if self.rdq:
+            self._wake()
 
     def _queue_redelivery(self, seq: int) -> None:
         if seq not in self.rdq:
@@ -647,6 +965,7 @@ class Consumer:
                 return
         except ValueError:
             return
+        self._last_request = self.clock.monotonic()
         body = payload.strip()
         nxt: bytes | None = None
         if body in (b"", b"+ACK", b"+OK") or body.startswith(b"+ACK "):
@@ -714,8 +1033,7 @@ class Consumer:
                 subject = store.subject_for_seq(seq)
                 if subject is not None:
                     self._maybe_remove(seq, subject)
-        if self.waiting:
-            self._dispatch()
+        self._wake()
 
     def _maybe_remove(self, seq: int, subject: str) -> None:
         stream = self.stream
@@ -754,8 +1072,7 @@ class Consumer:
             return
         p[1] = 0
         self._queue_redelivery(sseq)
-        if self.waiting:
-            self._dispatch()
+        self._wake()
 
     def _progress(self, sseq: int) -> None:
         p = self.pending.get(sseq)

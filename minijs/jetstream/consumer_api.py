@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 _CONSUMERS_REQUEST = {"offset": J.INT}
+_PAUSE_REQUEST = {"pause_until": J.TIME}
 
 Route = tuple[str, str, Callable[..., Any], tuple]
 
@@ -70,8 +71,10 @@ class ConsumerApi:
             return "json", "consumer_info_response", self.info, (t[2], t[3])
         if n == 4 and op == "DELETE":
             return "json", "consumer_delete_response", self.delete, (t[2], t[3])
-        if n == 4 and op in ("PAUSE", "UNPIN"):
-            return "json", f"consumer_{op.lower()}_response", self.unsupported, (t[2], t[3], op)
+        if n == 4 and op == "PAUSE":
+            return "json", "consumer_pause_response", self.pause, (t[2], t[3])
+        if n == 4 and op == "UNPIN":
+            return "json", "consumer_unpin_response", self.unsupported, (t[2], t[3], op)
         if n == 5 and op == "MSG" and t[2] == "NEXT":
             return "raw", "", self.msg_next, (t[3], t[4])
         if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
@@ -113,7 +116,8 @@ class ConsumerApi:
             C.check_create_action(cfg, old.config, action)
             if workqueue:
                 C.check_workqueue_overlap(key, C.filters_of(cfg), others)
-            cfg = C.check_update(old.config, cfg, old_deliver_has_interest=False)
+            cfg = C.check_update(old.config, cfg,
+                                 old_deliver_has_interest=old.is_push and old.active)
             old.update_config(cfg)
             return old.info()
         if action == C.ACTION_UPDATE:
@@ -124,14 +128,12 @@ class ConsumerApi:
         name = C.assign_name(cfg, stream.consumers.keys(),
                              file_storage=stream.config.storage == "file" and not cfg.mem_storage)
         cfg = C.finalize_new(cfg)
-        if cfg.deliver_subject:
-            # Issue 4 phase 1 serves pull consumers only: refuse loudly rather than create a
-            # push consumer that would never deliver.
-            raise E.consumer_create("minijs does not support push consumers yet")
         consumer = Consumer(stream, name, cfg)
         stream.consumers[name] = consumer
-        consumer.start()
         self._advise(stream.name, name, "create")
+        if consumer.is_paused():
+            consumer.advise_pause()
+        consumer.start()
         return consumer.info()
 
     # ------------------------------------------------------------------ info / delete / lists
@@ -197,6 +199,21 @@ class ConsumerApi:
                 for n in names[offset:offset + LIST_LIMIT]]
         return {"total": len(names), "offset": offset, "limit": LIST_LIMIT, "consumers": page}
 
+    def pause(self, payload: bytes, stream_name: str, name: str) -> dict:
+        """``CONSUMER.PAUSE``: a JSON body may carry ``pause_until``; anything else (no body,
+        ``{}``, a non-JSON text) resumes. Past times are stored but do not pause."""
+        until = 0
+        if _has_body(payload):
+            req = J.decode_strict(payload, _PAUSE_REQUEST, "JSApiConsumerPauseRequest")
+            until = int(req.get("pause_until") or 0)
+        stream = self._stream(stream_name)
+        consumer = self._consumer(stream, name)
+        consumer.set_pause(until or None)
+        out: dict[str, Any] = {"paused": consumer.is_paused(), "pause_until": J.go_time(until)}
+        if out["paused"]:
+            out["pause_remaining"] = until - self.js.clock.time_ns()
+        return out
+
     def unsupported(self, payload: bytes, stream_name: str, name: str, op: str) -> dict:
         stream = self._stream(stream_name)
         self._consumer(stream, name)
@@ -224,6 +241,9 @@ class ConsumerApi:
         consumer.next_request(reply, payload)
 
     # ------------------------------------------------------------------ advisories
+
+    def advise_deleted(self, stream: str, consumer: str) -> None:
+        self._advise(stream, consumer, "delete")
 
     def _advise(self, stream: str, consumer: str, action: str) -> None:
         what = {"create": "CREATED", "delete": "DELETED"}[action]

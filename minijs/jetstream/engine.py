@@ -206,8 +206,12 @@ class JetStream:
             consumer.on_purged(subject, seq, keep)
 
     def delete_consumers(self, stream: Stream) -> None:
+        """A stream is going away: each consumer stops and is announced deleted (nats-server
+        sends a CONSUMER.DELETED advisory per consumer before STREAM.DELETED)."""
         for consumer in list(stream.consumers.values()):
             consumer.delete()
+            if self.consumer_api is not None:
+                self.consumer_api.advise_deleted(stream.name, consumer.name)
         stream.consumers.clear()
 
     # ------------------------------------------------------------------ reports
