@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""JetStream acked publish throughput, minijs beside nats-server in one run, as a Markdown table.
+"""JetStream acked publish and pull consume throughput, minijs beside nats-server in one run, as a Markdown table.
 
 Both servers are spawned as subprocesses with ``-js -sd <tempdir> -a 127.0.0.1 -p -1`` (minijs
 as ``python -m minijs``), run side by side, and are driven by the same nats-py client code,
@@ -10,9 +10,13 @@ first round of a figure is preceded by a warm-up run of the same code into a thr
 - publish, 1 in flight: ``await js.publish(...)`` per message, ``--count / 10`` messages;
 - publish, 256 in flight: 256 PUBs with distinct reply inboxes, wait for all 256 acks, next
   window; ``--count`` messages;
+- pull consume, fetch 256 + ack each: the stream is first filled with ``--count`` messages
+  (not timed), then a durable pull consumer (nats-py ``pull_subscribe``) drains it with
+  ``fetch(256)`` and ``msg.ack()`` (a plain publish) per message;
 
 each into a memory and a file stream. Every ack is parsed and checked, and afterwards the stream
-must hold exactly the published number of messages. Besides msg/s, each figure shows the
+must hold exactly the published number of messages (the consumer must have delivered and
+acknowledged each message exactly once). Besides msg/s, each figure shows the
 server's CPU time per message (utime + stime of the child process from ``/proc/<pid>/stat``,
 read before and after the measured section); the goal for minijs is < 50 us per message.
 
@@ -50,7 +54,10 @@ from nats.js.api import StorageType
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("minijs", "nats-server")
 GOAL_CPU_US = 50.0
+#: Issue 4: pull consume throughput of at least this fraction of nats-server's.
+GOAL_CONSUME_RATIO = 0.8
 WINDOW = 256
+FETCH_BATCH = 256
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 10.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -314,6 +321,73 @@ async def publish_windowed_natspy(ctx: FigureContext) -> None:
     await check_stream_holds(ctx, ctx.count)
 
 
+async def fill_stream(ctx: FigureContext) -> None:
+    """Put ``ctx.count`` messages into the figure's stream (windows of acked publishes)."""
+    nc, subject, payload, stream = ctx.nc, ctx.subject, ctx.payload, ctx.stream
+    prefix = nc.new_inbox()
+    sub = await nc.subscribe(prefix + ".*", pending_msgs_limit=4 * ctx.window + 16)
+    await nc.flush()
+    try:
+        sent = 0
+        while sent < ctx.count:
+            n = min(ctx.window, ctx.count - sent)
+            for i in range(n):
+                await nc.publish(subject, payload, reply=f"{prefix}.{i}")
+            for _ in range(n):
+                msg = await sub.next_msg(timeout=ctx.timeout)
+                if msg.headers and msg.headers.get("Status") == "503":
+                    raise RuntimeError("no responders: the stream does not exist")
+                check_ack(msg.data, stream)
+            sent += n
+    finally:
+        await sub.unsubscribe()
+    await check_stream_holds(ctx, ctx.count)
+
+
+async def pull_consume(ctx: FigureContext) -> None:
+    """A durable pull consumer drained with ``fetch(256)`` and ``msg.ack()`` on every message.
+
+    The stream is filled before the measured section. Measured: the fetch requests, the
+    deliveries and one plain-publish ack per message, ended by a flush so every ack has reached
+    the server. Afterwards the consumer must have delivered and acknowledged every message
+    exactly once (ack floor = last sequence, nothing pending or redelivered).
+    """
+    await fill_stream(ctx)
+    js, payload = ctx.js, ctx.payload
+    sub = await js.pull_subscribe(ctx.subject, durable="bench", stream=ctx.stream)
+    received = 0
+    try:
+        with ctx.meter.measure(ctx.count):
+            while received < ctx.count:
+                msgs = await sub.fetch(min(FETCH_BATCH, ctx.count - received),
+                                       timeout=ctx.timeout)
+                for msg in msgs:
+                    if len(msg.data) != len(payload):
+                        raise RuntimeError(f"unexpected message {msg.subject} {msg.data[:40]!r}")
+                    await msg.ack()
+                received += len(msgs)
+            await ctx.nc.flush(timeout=ctx.timeout)
+        if received != ctx.count:
+            raise RuntimeError(f"consumed {received} messages, expected {ctx.count}")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + ctx.timeout
+        while True:  # acks are plain publishes: let the server finish processing them
+            info = await js.consumer_info(ctx.stream, "bench")
+            done = (info.delivered.stream_seq == ctx.count and info.num_pending == 0
+                    and info.ack_floor.stream_seq == ctx.count and not info.num_ack_pending)
+            if done or loop.time() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        if not done or info.num_redelivered:
+            raise RuntimeError(
+                f"consumer not drained: delivered {info.delivered.stream_seq}, ack floor "
+                f"{info.ack_floor.stream_seq}, pending {info.num_pending}, ack pending "
+                f"{info.num_ack_pending}, redelivered {info.num_redelivered} of {ctx.count}")
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+
+
 def build_figures(pipeline: FigureFn, window: int = WINDOW) -> list[Figure]:
     """The table's rows, in order. Add new figures here."""
     figures: list[Figure] = []
@@ -324,11 +398,10 @@ def build_figures(pipeline: FigureFn, window: int = WINDOW) -> list[Figure]:
             Figure(f"publish_{window}_{label}", f"publish, {window} in flight, {label}", storage,
                    pipeline),
         ]
-    # Issue 4 goes here: "pull consume throughput (fetch 256 + ack each)" as e.g.
-    #   Figure("consume_256_memory", "pull consume, fetch 256 + ack, memory",
-    #          StorageType.MEMORY, pull_consume)
-    # where pull_consume fills ctx.stream outside the meter, creates a durable pull consumer,
-    # and wraps only the fetch + ack loop in ``with ctx.meter.measure(ctx.count):``.
+    for storage, label in ((StorageType.MEMORY, "memory"), (StorageType.FILE, "file")):
+        figures.append(Figure(f"consume_{FETCH_BATCH}_{label}",
+                              f"pull consume, fetch {FETCH_BATCH} + ack each, {label}", storage,
+                              pull_consume))
     return figures
 
 
@@ -541,6 +614,19 @@ def report(figures: list[Figure], results: dict[str, dict[str, Result]],
                                                    else ""))
     else:
         lines.append(f"goal: minijs server CPU < {GOAL_CPU_US:g} us/msg: not measured")
+    ratios = []
+    for f in figures:
+        if f.run is pull_consume:
+            mine = results.get("minijs", {}).get(f.key)
+            real = results.get("nats-server", {}).get(f.key)
+            if mine and real and mine.msgs_per_s and real.msgs_per_s:
+                ratios.append((f, mine.msgs_per_s / real.msgs_per_s))
+    if ratios:
+        missed = [f"{f.title} {r:.2f}" for f, r in ratios if r < GOAL_CONSUME_RATIO]
+        verdict = "met" if not missed else "MISSED"
+        lines.append(f"goal: pull consume >= {GOAL_CONSUME_RATIO:g}x nats-server: {verdict} on "
+                     f"{len(ratios) - len(missed)}/{len(ratios)} figures"
+                     + (f"; under: {'; '.join(missed)}" if missed else ""))
     return "\n".join(lines)
 
 

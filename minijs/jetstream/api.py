@@ -14,6 +14,7 @@ those subjects are served by per-stream/per-consumer subscriptions.
 from __future__ import annotations
 
 import secrets
+import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.core import subjects as _subjects
@@ -33,6 +34,7 @@ NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 SUBJECTS_LIMIT = 100_000
 API_LEVEL = 5
+AUDIT_SUBJECT = b"$JS.EVENT.ADVISORY.API"
 
 _INFO_REQUEST = {"deleted_details": J.BOOL, "subjects_filter": J.STRING, "offset": J.INT}
 _PURGE_REQUEST = {"filter": J.STRING, "seq": J.UINT64, "keep": J.UINT64}
@@ -70,6 +72,8 @@ class JetStreamApi:
         self.js = js
         self.server = js.server
         self._sub: Any = None
+        #: Connection -> estimated RTT for audits until a PONG measured the real one.
+        self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def start(self) -> None:
         self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request)
@@ -91,13 +95,8 @@ class JetStreamApi:
         if kind == "raw":
             handler(subject, reply, hdr, payload, origin, *args)
             return
-        if not reply:
-            # nats-server still performs the request; without a reply nobody learns the result.
-            try:
-                handler(payload, *args)
-            except E.ApiError:
-                pass
-            return
+        # A request without a reply subject is still performed, counted and audited, as
+        # nats-server does; only the reply is skipped (nobody learns the result).
         try:
             if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
                 self._check_api_level(hdr)
@@ -113,11 +112,14 @@ class JetStreamApi:
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
+        data = J.dumps(body)
+        if reply:
+            self.server.publish(reply, None, None, data)
         # Counted after the reply is built (INFO on a fresh server reports total 0); a
-        # successful MSG.GET is answered outside nats-server's API accounting.
+        # successful MSG.GET is answered outside nats-server's API accounting and audit.
         if rtype != "stream_msg_get_response" or "error" in body:
             self.js.api_total += 1
-        self.server.publish(reply, None, None, J.dumps(body))
+            self.audit(subject, payload, data, origin)
 
     @staticmethod
     def _check_api_level(hdr: bytes) -> None:
@@ -393,6 +395,63 @@ class JetStreamApi:
                 "timestamp": J.go_time(self.server.clock.time_ns())}
         body.update(fields)
         self.server.publish(subj, None, None, J.dumps(body))
+
+    def audit(self, subject: bytes, request: bytes, response: bytes, origin: Any) -> None:
+        """The ``api_audit`` advisory nats-server publishes after answering an API request."""
+        if not self.server.sublist.has_interest(AUDIT_SUBJECT):
+            return
+        server = self.server
+        body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": new_id(),
+                "timestamp": J.go_time(server.clock.time_ns()),
+                "server": server.server_name,
+                "client": self._client_info(origin),
+                "subject": subject.decode("utf-8", "replace")}
+        if request:
+            body["request"] = request.decode("utf-8", "replace")
+        body["response"] = response.decode("utf-8", "replace")
+        server.publish(AUDIT_SUBJECT, None, None, J.dumps(body))
+
+    def _client_info(self, origin: Any) -> dict | None:
+        """nats-server's ``ClientInfo`` of the requester, in its field order (all omitempty):
+        ``start host id acc user name lang ver rtt server kind client_type``."""
+        if origin is None or not hasattr(origin, "cid"):
+            return None  # an internal requester: nats-server has no client info either
+        server = self.server
+        ci: dict[str, Any] = {}
+        start = getattr(origin, "start_time", 0.0)
+        if start:
+            ci["start"] = J.go_time(int(round(start * 1e9)))
+        if origin.host:
+            ci["host"] = origin.host
+        if origin.cid:
+            ci["id"] = origin.cid
+        ci["acc"] = "$G"
+        config = server.config
+        if getattr(origin, "connected", False):
+            if config.token:
+                ci["user"] = "[REDACTED]"
+            elif config.user:
+                ci["user"] = config.user
+        for key, attr in (("name", "name"), ("lang", "lang"), ("ver", "version")):
+            value = getattr(origin, attr, "")
+            if value:
+                ci[key] = value
+        rtt = getattr(origin, "rtt", 0.0)
+        if not rtt and start:
+            # nats-server estimates the RTT as the time from accept to CONNECT until a PONG
+            # measures it; the connection keeps no CONNECT time, so the time from accept to
+            # its first audited request (bounded by the first keep-alive PING, ~2 s) stands
+            # in for it, kept so that it stays the same until measured.
+            rtt = self._rtt_estimates.get(origin, 0.0)
+            if not rtt:
+                rtt = max(server.clock.time() - start, 1e-9)
+                self._rtt_estimates[origin] = rtt
+        if rtt:
+            ci["rtt"] = max(int(rtt * 1e9), 1)
+        ci["server"] = server.server_name
+        ci["kind"] = "Client"
+        ci["client_type"] = "nats"
+        return ci
 
     def advise_stream(self, name: str, action: str) -> None:
         what = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
