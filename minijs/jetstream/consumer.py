@@ -23,12 +23,25 @@ and go (:meth:`Server.watch_interest`). They send idle heartbeats and flow-contr
 nats-server does, throttle to ``rate_limit_bps`` and are removed after ``inactive_threshold``
 without interest; pull consumers with a threshold are removed after that long without requests.
 ``pause_until`` stops deliveries until the deadline (behavior §8). Everything that waits runs on
-the server clock. (Consumer state is not persisted yet.)
+the server clock.
+
+Durable state (behavior §4): consumers of file streams (unless ``mem_storage``) keep their
+config, creation time and delivery state — positions, ack floor, pending acks with delivery
+counts and timestamps, redelivery counts — under the key ``consumer/<name>`` of the stream
+store's metadata, written once per event-loop turn in which the state changed and committed by
+the engine's grouped flush; :func:`recover_consumers` brings them back after a restart (the
+engine calls it once the stream is recovered). Like nats-server's file store, pending
+timestamps come back truncated to whole seconds, the redelivery queue (NAKs) is not kept, and
+the first ack-wait check after a restart runs 0.5–1.5 s after it. Ephemerals come back too and
+are then removed by their inactivity threshold, as nats-server does.
 """
 from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
+import json
+import random
 import secrets
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -43,6 +56,9 @@ if TYPE_CHECKING:
     from minijs.jetstream.stream import Stream
 
 _SECOND = 1_000_000_000
+#: Store metadata key prefix of persisted consumers (``consumer/<name>``).
+STATE_PREFIX = "consumer/"
+_STATE_VERSION = 1
 #: Flow control: the largest window (nats-server ``maxFlowControl``); a consumer starts at 1/16.
 MAX_FLOW_CONTROL = 32 * 1024 * 1024
 _FC_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -215,10 +231,20 @@ class Consumer:
         self._rl_tokens = 0.0
         self._rl_at = 0.0
         self._rl_timer: Any = None
+        # replay_policy original: deliveries spaced like the stored timestamps until caught up
+        self._replay = config.replay_policy == "original"
+        self._lts = 0  # stored timestamp of the last delivered message
+        self._replay_pass = False  # the wait for the next message is over
+        self._replay_timer: Any = None
         # inactivity and pause
         self._dtimer: Any = None
         self._last_request = self.clock.monotonic()
         self._pause_timer: Any = None
+        # durable state (file streams, not mem_storage)
+        self._persist = stream.config.storage == "file" and not config.mem_storage
+        self._save_scheduled = False
+        self._cfg_json = ""
+        self._restored = False
         self._apply_config(config)
         self._select_start()
 
@@ -279,6 +305,7 @@ class Consumer:
         if not self.pending:
             self.asflr = max(self.asflr, self.sseq - 1)
             self.adflr = self.dseq - 1
+        self._changed()
 
     def delete(self) -> None:
         """Stop: waiting requests hear ``409 Consumer Deleted``; timers and the ack
@@ -289,15 +316,24 @@ class Consumer:
             wr.cancel()
             self._send(wr.reply, _status(409, "Consumer Deleted"))
         self.waiting.clear()
+        persisted = self._persist
+        self._persist = False
         self.stop()
+        if persisted:
+            self._drop_state()
 
     def stop(self) -> None:
-        """Release timers and the ack subscription silently (server shutdown)."""
+        """Release timers and the ack subscription silently (server shutdown: state not yet
+        written is written now, the stream's close commits it)."""
+        if self._save_scheduled and self._persist and not self.closed:
+            self._save_scheduled = False
+            self._write_state()
         self.closed = True
         for wr in self.waiting:
             wr.cancel()
         self.waiting.clear()
-        for name in ("_ack_timer", "_hb_timer", "_rl_timer", "_dtimer", "_pause_timer"):
+        for name in ("_ack_timer", "_hb_timer", "_rl_timer", "_dtimer", "_pause_timer",
+                     "_replay_timer"):
             timer = getattr(self, name)
             if timer is not None:
                 timer.cancel()
@@ -331,12 +367,19 @@ class Consumer:
         elif cfg.inactive_threshold > 0:
             self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9, self._check_inactive)
         self._schedule_unpause()
+        if not self._restored:
+            self._changed()
         if self._dsubj and self.active:
             # Deliver from the next loop turn: the create reply reports the state at creation.
             asyncio.get_running_loop().call_soon(self._push)
 
     def _apply_config(self, cfg: C.ConsumerConfig) -> None:
         self.config = cfg
+        self._cfg_json = ""
+        try:
+            self._sfreq = int(cfg.sample_freq.removesuffix("%")) if cfg.sample_freq else 0
+        except ValueError:
+            self._sfreq = 0
         self.filters = [f for f in C.filters_of(cfg) if f != ">"]
         self._ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
         if cfg.rate_limit_bps > 0:
@@ -371,6 +414,7 @@ class Consumer:
             if cfg.inactive_threshold > 0:
                 self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9,
                                                      self._check_inactive)
+        self._changed()
         self._wake()
 
     # ------------------------------------------------------------------ push: interest
@@ -455,6 +499,8 @@ class Consumer:
         cfg.pause_until = until
         C.set_static_metadata(cfg)
         self.config = cfg
+        self._cfg_json = ""
+        self._changed()
         self._schedule_unpause()
         if changed:
             self.advise_pause()
@@ -515,6 +561,8 @@ class Consumer:
                 if self.maxpb > 0 or self._rl_rate > 0:
                     ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
                     size = len(self._dsubj) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                if self._replay and self._lts and self._replay_wait(sm.ts):
+                    break
                 if self._rl_rate > 0:
                     wait = self._rate_wait(size)
                     if wait > 0:
@@ -528,6 +576,8 @@ class Consumer:
                         self._send_flow_control()
                     elif self.fcid and self.pbytes - self.fcsz >= self.maxpb:
                         self.fcsz += size
+            if self._replay:
+                self._replay_caught_up()
         finally:
             self._pushing = False
 
@@ -550,6 +600,31 @@ class Consumer:
             self._rl_tokens -= need
             return 0.0
         return (need - self._rl_tokens) / self._rl_rate
+
+    def _replay_wait(self, ts: int) -> bool:
+        """Replay ``original``: must the message stored at ``ts`` wait? Like nats-server, the
+        gap to the previously delivered message's timestamp is waited out (when over 1 ms),
+        then the message goes without a second check."""
+        if self._replay_pass:
+            return False
+        delay = ts - self._lts
+        if delay <= 1_000_000:
+            return False
+        if self._replay_timer is None:
+            self._replay_timer = self.clock.call_later(delay / 1e9, self._replay_ready)
+        return True
+
+    def _replay_ready(self) -> None:
+        self._replay_timer = None
+        if self.closed:
+            return
+        self._replay_pass = True
+        self._wake()
+
+    def _replay_caught_up(self) -> None:
+        """Replay ends for good once the consumer has passed the stream's last message."""
+        if self._replay_timer is None and self.sseq > self.stream.store.last_seq:
+            self._replay = False
 
     def _rate_ready(self) -> None:
         self._rl_timer = None
@@ -768,6 +843,7 @@ class Consumer:
             hdr, data = self._payload(sm)
             # The ack subject carries num_pending *after* this delivery; it is cheap to know
             # it beforehand: a redelivery leaves it unchanged, a new message lowers it by one.
+            size = 0
             if wr.max_bytes > 0:
                 pending_after = self._pending_after(dc)
                 ack = self._ack_subject(dc, sm, self.dseq, pending_after)
@@ -777,7 +853,9 @@ class Consumer:
                     self._send(wr.reply, _status(409, "Message Size Exceeds MaxBytes",
                                                  wr.pending_headers()))
                     continue
-                wr.b -= size
+            if self._replay and self._lts and self._replay_wait(sm.ts):
+                break
+            wr.b -= size
             self._deliver(wr.reply, subject, hdr, data, sm, dc)
             wr.n -= 1
             wr.delivered += 1
@@ -790,6 +868,8 @@ class Consumer:
                 self._finish(wr)
                 if wr.max_bytes > 0 and wr.b > 0:
                     self._send(wr.reply, _status(409, "Batch Completed", wr.pending_headers()))
+        if self._replay:
+            self._replay_caught_up()
         if waiting and not self.closed and not self.rdq and self.num_pending() == 0:
             # Nothing left in the stream: no-wait requests end now (404 when they got
             # something or cannot wait; with expires and nothing delivered they keep waiting).
@@ -858,6 +938,8 @@ class Consumer:
         seq = sm.seq
         dseq = self.dseq
         self.dseq += 1
+        self._lts = sm.ts
+        self._replay_pass = False
         if dc > 1:
             self.rdq.pop(0)
         elif self._lps and self._lps[0] == seq:
@@ -877,9 +959,20 @@ class Consumer:
         if policy == "none":
             self.adflr, self.asflr = dseq, seq
         else:
-            self.pending[seq] = [dseq, now + self._ack_wait(dc)]
+            # [consumer seq, ack deadline (0 while queued for redelivery), timestamp]: the
+            # timestamp is nats-server's Pending.Timestamp (delivery, WPI or NAK-delay time).
+            # A redelivery keeps the original consumer sequence (nats-server trackPending):
+            # the ack floor moves by it.
+            p = self.pending.get(seq) if dc > 1 else None
+            if p is not None:
+                p[1] = now + self._ack_wait(dc)
+                p[2] = now
+            else:
+                self.pending[seq] = [dseq, now + self._ack_wait(dc), now]
             self.rdc[seq] = dc
             self._arm_ack_timer()
+        if self._persist and not self._save_scheduled:
+            self._schedule_save()
         ack = self._ack_subject(dc, sm, dseq, pending)
         deliver_as(self.server, reply, subject, ack, hdr, data)
         if policy == "none" and self.stream.config.retention != "limits":
@@ -940,6 +1033,38 @@ class Consumer:
         p = self.pending.pop(seq, None)
         if p is not None:
             self._advance_floor(p[0], seq)
+            self._changed()
+
+    def _advise(self, what: str, event_type: str, fields: dict) -> None:
+        """``$JS.EVENT.ADVISORY.CONSUMER.<what>.<stream>.<consumer>`` (sent only when
+        someone listens)."""
+        api = getattr(self.stream.engine, "api", None)
+        if api is not None:
+            api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{self.stream.name}.{self.name}",
+                       event_type, fields)
+
+    def _advise_terminated(self, sseq: int, dseq: int, dc: int, reason: bytes) -> None:
+        """``MSG_TERMINATED``: nats-server sends it for every +TERM, pending or not."""
+        fields: dict[str, Any] = {"stream": self.stream.name, "consumer": self.name,
+                                  "consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
+        if reason:
+            fields["reason"] = reason.decode("utf-8", "replace")
+        self._advise("MSG_TERMINATED", "advisory.v1.terminated", fields)
+
+    def _sample_ack(self, sseq: int, dseq: int, dc: int, ts: int) -> None:
+        """``sample_freq``: an ack metric for this ack with probability N/100 (as nats-server
+        draws it: ``rand(100) <= N``), only when someone subscribes."""
+        freq = self._sfreq
+        if freq < 100 and random.randrange(100) > freq:
+            return
+        api = getattr(self.stream.engine, "api", None)
+        if api is None:
+            return
+        now = self.clock.time_ns()
+        api.advise(f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream.name}.{self.name}",
+                   "metric.v1.consumer_ack",
+                   {"stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
+                    "stream_seq": sseq, "ack_time": now - ts, "deliveries": dc})
 
     def _advise_max_deliveries(self, seq: int, deliveries: int) -> None:
         api = getattr(self.stream.engine, "api", None)
@@ -969,22 +1094,25 @@ class Consumer:
         body = payload.strip()
         nxt: bytes | None = None
         if body in (b"", b"+ACK", b"+OK") or body.startswith(b"+ACK "):
-            self._ack(sseq, dseq)
+            self._ack(sseq, dseq, dc)
         elif body.startswith(b"-NAK"):
-            self._nak(sseq, body[4:].strip())
+            self._nak(sseq, body[4:].strip(), dseq, dc)
         elif body.startswith(b"+WPI"):
             self._progress(sseq)
         elif body.startswith(b"+TERM"):
             self._ack(sseq, dseq)
+            self._advise_terminated(sseq, dseq, dc, body[5:].strip())
         elif body.startswith(b"+NXT"):
-            self._ack(sseq, dseq)
+            self._ack(sseq, dseq, dc)
             nxt = body[4:].strip()
         if nxt is not None and reply:
             self.next_request(reply, nxt)
         elif reply:
             self.server.publish(reply, None, None, b"")
 
-    def _ack(self, sseq: int, dseq: int) -> None:
+    def _ack(self, sseq: int, dseq: int, sample_dc: int = 0) -> None:
+        """Apply an ack; ``sample_dc`` (the delivery count of the ack subject) asks for an
+        ack metric sample (plain acks and +NXT on explicit-ack consumers, not +TERM)."""
         policy = self.config.ack_policy
         if policy == "all":
             done = sorted(s for s in self.pending if s <= sseq)
@@ -999,16 +1127,20 @@ class Consumer:
                 self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
             elif dseq > self.adflr:
                 self.adflr, self.asflr = dseq, sseq
+            self._changed()
             self._after_acks(done)
             return
         p = self.pending.pop(sseq, None)
         if p is None:
             return
+        if sample_dc and self._sfreq > 0:
+            self._sample_ack(sseq, dseq, sample_dc, p[2])
         self.rdc.pop(sseq, None)
         if sseq in self.rdq:
             self.rdq.remove(sseq)
         self.acked_at = self.clock.time_ns()
         self._advance_floor(p[0], sseq)
+        self._changed()
         self._after_acks([sseq])
 
     def _advance_floor(self, dseq: int, sseq: int) -> None:
@@ -1049,10 +1181,16 @@ class Consumer:
             return False
         return seq >= self.sseq or seq in self.pending or seq in self._lps
 
-    def _nak(self, sseq: int, arg: bytes) -> None:
+    def _nak(self, sseq: int, arg: bytes, dseq: int = 0, dc: int = 0) -> None:
         p = self.pending.get(sseq)
         if p is None:
             return
+        if dseq:
+            if dseq <= self.adflr or dseq > self.dseq:
+                return  # out of range (nats-server processNak)
+            self._advise("MSG_NAKED", "advisory.v1.nak", {
+                "stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
+                "stream_seq": sseq, "deliveries": dc})
         delay = 0
         if arg:
             if arg[:1] == b"{":
@@ -1066,6 +1204,8 @@ class Consumer:
                 delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
         if delay > 0:
             p[1] = self.clock.time_ns() + delay
+            p[2] = p[1] - self._ack_wait(self.rdc.get(sseq, 1))
+            self._changed()
             if sseq in self.rdq:
                 self.rdq.remove(sseq)
             self._arm_ack_timer()
@@ -1078,7 +1218,164 @@ class Consumer:
         p = self.pending.get(sseq)
         if p is None or sseq in self.rdq:
             return
-        p[1] = self.clock.time_ns() + self._ack_wait(self.rdc.get(sseq, 1))
+        p[2] = self.clock.time_ns()
+        p[1] = p[2] + self._ack_wait(self.rdc.get(sseq, 1))
+        self._changed()
         if self._ack_timer is not None and self._ack_timer_at < p[1]:
             return
         self._arm_ack_timer()
+
+    # ------------------------------------------------------------------ unpin / reset
+
+    def unpin(self, group: str) -> None:
+        """``CONSUMER.UNPIN``: announce the group unpinned by an administrator."""
+        self._advise("UNPINNED", "advisory.v1.consumer_group_unpinned", {
+            "account": "$G", "stream": self.stream.name, "consumer": self.name,
+            "group": group, "reason": "admin"})
+
+    def reset(self, seq: int) -> int:
+        """``CONSUMER.RESET``: forget deliveries and acks and continue from stream sequence
+        ``seq`` (0 = right after the ack floor). A non-zero ``seq`` is allowed for deliver
+        policy ``all`` and, from their own start on, ``by_start_sequence``/``by_start_time``;
+        else 400/10204. Returns the sequence the consumer now starts from."""
+        from minijs.jetstream import errors as E
+
+        cfg = self.config
+        if seq == 0:
+            seq = self.asflr + 1
+        elif cfg.deliver_policy == "by_start_sequence":
+            if seq < cfg.opt_start_seq:
+                raise E.consumer_invalid_reset("below start seq")
+        elif cfg.deliver_policy == "by_start_time":
+            start = self.stream.store.first_seq_at_or_after_time(int(cfg.opt_start_time or 0))
+            if seq < start:
+                raise E.consumer_invalid_reset("below start time")
+        elif cfg.deliver_policy != "all":
+            raise E.consumer_invalid_reset("not allowed")
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        self.pending = {}
+        self.rdc = {}
+        self.rdq = []
+        self._lps = deque()
+        self.sseq, self.dseq = seq, 1
+        self.adflr, self.asflr = 0, seq - 1
+        self.delivered_at = self.acked_at = None
+        self._npc_valid = False
+        self._lts = 0
+        self._changed()
+        # Deliver from the next loop turn: the reply reports the state right after the reset.
+        asyncio.get_running_loop().call_soon(self._wake)
+        return seq
+
+    # ------------------------------------------------------------------ durable state
+
+    def _changed(self) -> None:
+        """The persisted part of the state changed: write it at the end of this turn."""
+        if self._persist and not self._save_scheduled:
+            self._schedule_save()
+
+    def _schedule_save(self) -> None:
+        self._save_scheduled = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (direct use in a test): write at once
+            self._save_soon()
+            return
+        loop.call_soon(self._save_soon)
+
+    def _save_soon(self) -> None:
+        self._save_scheduled = False
+        if self.closed or not self._persist:
+            return
+        stream = self.stream
+        if stream.closed or stream.store.closed:
+            return
+        self._write_state()
+        stream.engine.mark_dirty(stream)
+
+    def _write_state(self) -> None:
+        """Buffer the state document in the store metadata (committed by the next flush)."""
+        if not self._cfg_json:
+            self._cfg_json = json.dumps(dataclasses.asdict(self.config), separators=(",", ":"))
+        state = {
+            "dseq": self.dseq, "sseq": self.sseq, "adflr": self.adflr, "asflr": self.asflr,
+            "pending": [[s, p[0], p[2]] for s, p in self.pending.items()],
+            "rdc": [[s, dc] for s, dc in self.rdc.items() if dc > 1],
+        }
+        if self._lps:
+            state["lps"] = list(self._lps)
+            state["lps_resume"] = self._lps_resume
+        doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(self.name)},"created":{self.created},'
+               f'"config":{self._cfg_json},"state":{json.dumps(state, separators=(",", ":"))}}}')
+        self.stream.store.put_meta(STATE_PREFIX + self.name, doc.encode())
+
+    def _drop_state(self) -> None:
+        stream = self.stream
+        store = stream.store
+        if store.closed:
+            return
+        store.delete_meta(STATE_PREFIX + self.name)
+        stream.engine.mark_dirty(stream)
+
+    @classmethod
+    def restore(cls, stream: "Stream", doc: dict) -> "Consumer":
+        """A consumer from its persisted document (not started). As in nats-server, an
+        auto-named ephemeral now shows its name in the config, pending timestamps are whole
+        seconds and nothing is queued for redelivery until the first ack-wait check."""
+        name = doc["name"]
+        cfg = C.consumer_config_from_dict(doc["config"])
+        if not cfg.name:
+            cfg.name = name
+        consumer = cls(stream, name, cfg, created=int(doc["created"]))
+        consumer._restored = True
+        st = doc["state"]
+        consumer.dseq, consumer.sseq = int(st["dseq"]), int(st["sseq"])
+        consumer.adflr, consumer.asflr = int(st["adflr"]), int(st["asflr"])
+        consumer._lps = deque(st.get("lps", ()))
+        consumer._lps_resume = int(st.get("lps_resume", 0))
+        rdc = {int(s): int(dc) for s, dc in st.get("rdc", ())}
+        last = stream.store.last_seq
+        rdc = {s: dc for s, dc in rdc.items() if consumer.asflr <= s <= last}
+        pending: dict[int, list[int]] = {}
+        for s, dseq, ts in st.get("pending", ()):
+            ts = (int(ts) // _SECOND) * _SECOND
+            dc = rdc.get(s, 1)
+            pending[int(s)] = [int(dseq), ts + consumer._ack_wait(dc), ts]
+            rdc.setdefault(int(s), 1)
+        consumer.pending = pending
+        consumer.rdc = rdc
+        consumer._npc_valid = False
+        if pending and cfg.ack_policy != "none":
+            # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).
+            delay = 0.5 + random.randrange(1000) / 1000
+            aw = consumer.config.ack_wait or C.DEFAULT_ACK_WAIT
+            if aw / 1e9 < delay:
+                delay = aw / 1e9 + 0.001
+            consumer._ack_timer_at = consumer.clock.time_ns() + int(delay * 1e9)
+            consumer._ack_timer = consumer.clock.call_later(delay, consumer._check_pending)
+        return consumer
+
+
+def recover_consumers(stream: "Stream") -> int:
+    """Bring back the persisted consumers of a recovered file stream and start them; returns
+    how many. A document that cannot be read is logged and skipped."""
+    log = stream.engine.log
+    found = stream.store.iter_meta(STATE_PREFIX)
+    if not found:
+        return 0
+    log.info(f"  Recovering {len(found)} consumers for stream - '$G > {stream.name}'")
+    restored: list[Consumer] = []
+    for key, raw in found:
+        try:
+            consumer = Consumer.restore(stream, json.loads(raw))
+        except Exception as exc:
+            log.error(f"  Error recovering consumer {key[len(STATE_PREFIX):]!r} "
+                      f"of stream '{stream.name}': {exc!r}")
+            continue
+        stream.consumers[consumer.name] = consumer
+        restored.append(consumer)
+    for consumer in restored:
+        consumer.start()
+    return len(restored)

@@ -24,6 +24,8 @@ NAMES_LIMIT = 1024
 LIST_LIMIT = 256
 _CONSUMERS_REQUEST = {"offset": J.INT}
 _PAUSE_REQUEST = {"pause_until": J.TIME}
+_UNPIN_REQUEST = J.Struct("JSApiConsumerUnpinRequest", {"group": J.STRING})
+_RESET_REQUEST = J.Struct("JSApiConsumerResetRequest", {"seq": J.UINT64})
 
 Route = tuple[str, str, Callable[..., Any], tuple]
 
@@ -74,7 +76,9 @@ class ConsumerApi:
         if n == 4 and op == "PAUSE":
             return "json", "consumer_pause_response", self.pause, (t[2], t[3])
         if n == 4 and op == "UNPIN":
-            return "json", "consumer_unpin_response", self.unsupported, (t[2], t[3], op)
+            return "json", "consumer_unpin_response", self.unpin, (t[2], t[3])
+        if n == 4 and op == "RESET":
+            return "raw", "", self.reset, (t[2], t[3])
         if n == 5 and op == "MSG" and t[2] == "NEXT":
             return "raw", "", self.msg_next, (t[3], t[4])
         if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
@@ -214,10 +218,45 @@ class ConsumerApi:
             out["pause_remaining"] = until - self.js.clock.time_ns()
         return out
 
-    def unsupported(self, payload: bytes, stream_name: str, name: str, op: str) -> dict:
+    def unpin(self, payload: bytes, stream_name: str, name: str) -> dict:
+        """``CONSUMER.UNPIN``: the (lenient) body is checked first, then the group name, the
+        stream, the consumer and whether the group is configured. Success is an empty reply
+        plus the UNPINNED advisory (reason ``admin``), pinned or not."""
+        req = J.decode_lenient(payload, _UNPIN_REQUEST)
+        group = req.get("group") or ""
+        if not group:
+            raise E.invalid_json("consumer group not specified")
+        if not C._GROUP_NAME_RE.fullmatch(group):
+            raise E.consumer_invalid_group_name()
         stream = self._stream(stream_name)
-        self._consumer(stream, name)
-        raise E.consumer_create(f"minijs does not support consumer {op.lower()} yet")
+        consumer = self._consumer(stream, name)
+        if group not in (consumer.config.priority_groups or ()):
+            raise E.consumer_invalid_priority_group()
+        consumer.unpin(group)
+        return {}
+
+    def reset(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
+              origin: Any, stream_name: str, name: str) -> None:
+        """``CONSUMER.RESET`` (2.14+): served by the consumer itself, so a missing stream or
+        consumer gets no reply at all. Body optional ``{"seq":N}`` (lenient); the reply is the
+        consumer info plus ``reset_seq`` (errors carry ``"reset_seq":0``)."""
+        stream = self.js.lookup(stream_name)
+        consumer = stream.consumers.get(name) if stream is not None else None
+        if consumer is None:
+            return
+        rtype = "io.nats.jetstream.api.v1.consumer_reset_response"
+        try:
+            seq = 0
+            if payload.strip():
+                seq = int(J.decode_lenient(payload, _RESET_REQUEST).get("seq") or 0)
+            seq = consumer.reset(seq)
+            body: dict[str, Any] = {"type": rtype}
+            body.update(consumer.info())
+            body["reset_seq"] = seq
+        except E.ApiError as err:
+            body = {"type": rtype, "error": err.to_json(), "reset_seq": 0}
+        if reply:
+            self.server.publish(reply, None, None, J.dumps(body))
 
     # ------------------------------------------------------------------ MSG.NEXT
 

@@ -106,7 +106,9 @@ class JetStream:
         return stream_store_path(self._temp_dir, "x").parent
 
     def _recover(self) -> None:
-        """Reopen every file stream found under the store directory."""
+        """Reopen every file stream found under the store directory, then its consumers."""
+        from minijs.jetstream.consumer import recover_consumers
+
         root = self._streams_dir()
         if not root.is_dir():
             return
@@ -129,6 +131,7 @@ class JetStream:
             stream.start()
             st = store.state()
             self.log.info(f"  Restored {st.msgs} messages for stream '$G > {cfg.name}'")
+            recover_consumers(stream)
 
     # ------------------------------------------------------------------ streams
 

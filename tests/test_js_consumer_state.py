@@ -1,0 +1,232 @@
+"""Durable consumer state: consumers of file streams are kept in the stream store's metadata
+and come back after a restart on the same store directory (behavior §4). Under the virtual
+clock, so ack-wait redelivery after the restart fires with no real waiting. The wire-level
+comparison with nats-server is conformance/test_js_consumer_state.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from minijs.clock import VirtualClock
+from minijs.jetstream.consumer import STATE_PREFIX
+from minijs.server import Server
+
+S = 1_000_000_000
+
+
+async def api(nc: Any, subject: str, body: Any = None) -> dict:
+    payload = b"" if body is None else json.dumps(body).encode()
+    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
+    return json.loads(msg.data)
+
+
+async def create_consumer(nc: Any, stream: str, cname: str, **config: Any) -> dict:
+    out = await api(nc, f"CONSUMER.CREATE.{stream}.{cname}",
+                    {"stream_name": stream, "config": config})
+    assert "error" not in out, out
+    return out
+
+
+def strip(info: dict) -> dict:
+    """Consumer info without what a restart legitimately changes (times of last activity)."""
+    out = dict(info)
+    out.pop("ts", None)
+    for k in ("delivered", "ack_floor"):
+        out[k] = {kk: vv for kk, vv in out[k].items() if kk != "last_active"}
+    return out
+
+
+class Restartable:
+    """One server at a time on the same store directory and virtual clock."""
+
+    def __init__(self, store_dir: str, clock: VirtualClock) -> None:
+        self.store_dir = store_dir
+        self.clock = clock
+        self.srv: Server | None = None
+        self.nc: Any = None
+
+    async def start(self) -> Any:
+        self.srv = Server(port=0, jetstream=True, clock=self.clock, store_dir=self.store_dir)
+        await self.srv.start()
+        self.nc = await nats.connect(self.srv.client_url)
+        return self.nc
+
+    async def stop(self) -> None:
+        if self.nc is not None:
+            await self.nc.close()
+            self.nc = None
+        if self.srv is not None:
+            await self.srv.stop()
+            self.srv = None
+
+    async def restart(self) -> Any:
+        await self.stop()
+        return await self.start()
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock()
+
+
+@pytest.fixture
+async def rs(tmp_path: Path, clock: VirtualClock) -> Any:
+    r = Restartable(str(tmp_path / "sd"), clock)
+    await r.start()
+    yield r
+    await r.stop()
+
+
+async def setup_stream(nc: Any, name: str = "S", storage: str = "file", msgs: int = 5) -> None:
+    out = await api(nc, f"STREAM.CREATE.{name}",
+                    {"name": name, "subjects": [f"{name.lower()}.>"], "storage": storage})
+    assert "error" not in out, out
+    for i in range(msgs):
+        await nc.request(f"{name.lower()}.{i % 2}", b"m%d" % i, timeout=5)
+
+
+async def fetch(nc: Any, stream: str, consumer: str, body: bytes, n: int) -> list[Any]:
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", body, reply=inbox)
+    out = [await sub.next_msg(timeout=2) for _ in range(n)]
+    await sub.unsubscribe()
+    return out
+
+
+def meta(msg: Any) -> tuple[int, int, int]:
+    """(delivery count, stream seq, consumer seq) from the ack subject."""
+    t = msg.reply.split(".")
+    return int(t[4]), int(t[5]), int(t[6])
+
+
+async def test_durable_pull_state_survives_restart(rs: Restartable, clock: VirtualClock) -> None:
+    nc = rs.nc
+    await setup_stream(nc)
+    await create_consumer(nc, "S", "d", durable_name="d", ack_policy="explicit", ack_wait=30 * S)
+    msgs = await fetch(nc, "S", "d", b'{"batch": 3}', 3)
+    await nc.request(msgs[1].reply, b"+ACK", timeout=2)
+    await nc.request(msgs[0].reply, b"-NAK", timeout=2)  # queued: redelivered next
+    again = await fetch(nc, "S", "d", b"1", 1)
+    assert meta(again[0]) == (2, 1, 4)
+    before = await api(nc, "CONSUMER.INFO.S.d")
+    assert (before["num_ack_pending"], before["num_redelivered"]) == (2, 1)
+
+    nc = await rs.restart()
+    after = await api(nc, "CONSUMER.INFO.S.d")
+    assert strip(after) == strip(before)
+    assert "last_active" not in after["delivered"] and "last_active" not in after["ack_floor"]
+    # New messages first; the unacked ones come back when their ack wait runs out.
+    got = await fetch(nc, "S", "d", b'{"batch": 2}', 2)
+    assert [meta(m) for m in got] == [(1, 4, 5), (1, 5, 6)]
+    clock.advance(31)
+    got = await fetch(nc, "S", "d", b'{"batch": 2}', 2)
+    assert [meta(m) for m in got] == [(3, 1, 7), (2, 3, 8)]
+    i = await api(nc, "CONSUMER.INFO.S.d")
+    assert (i["num_ack_pending"], i["num_redelivered"], i["num_pending"]) == (4, 2, 0)
+    for m in got:
+        await nc.request(m.reply, b"", timeout=2)
+    i = await api(nc, "CONSUMER.INFO.S.d")
+    assert i["ack_floor"]["stream_seq"] == 3 and i["num_ack_pending"] == 2
+
+
+async def test_first_check_after_restart_redelivers_overdue_acks(rs: Restartable,
+                                                                 clock: VirtualClock) -> None:
+    nc = rs.nc
+    await setup_stream(nc, msgs=2)
+    await create_consumer(nc, "S", "d", durable_name="d", ack_policy="explicit", ack_wait=5 * S)
+    await fetch(nc, "S", "d", b'{"batch": 2}', 2)
+    await rs.stop()
+    clock.advance(10)  # both ack waits ran out while the server was down
+    nc = await rs.start()
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.d", b'{"batch": 2}', reply=inbox)
+    await nc.flush()
+    assert (await api(nc, "CONSUMER.INFO.S.d"))["num_waiting"] == 1
+    clock.advance(1.6)  # nats-server's first check: 0.5–1.5 s after recovery
+    got = [meta(await sub.next_msg(timeout=2)) for _ in range(2)]
+    assert got == [(2, 1, 3), (2, 2, 4)]
+
+
+async def test_ack_all_and_ack_none_positions_survive(rs: Restartable) -> None:
+    nc = rs.nc
+    await setup_stream(nc)
+    await create_consumer(nc, "S", "all", durable_name="all", ack_policy="all")
+    await create_consumer(nc, "S", "none", durable_name="none", ack_policy="none")
+    await create_consumer(nc, "S", "new", durable_name="new", deliver_policy="new")
+    got = await fetch(nc, "S", "all", b'{"batch": 3}', 3)
+    await nc.request(got[1].reply, b"+ACK", timeout=2)
+    await fetch(nc, "S", "none", b'{"batch": 3}', 3)
+    await nc.request("s.x", b"later", timeout=2)
+    before = {n: await api(nc, f"CONSUMER.INFO.S.{n}") for n in ("all", "none", "new")}
+    nc = await rs.restart()
+    for n, info in before.items():
+        assert strip(await api(nc, f"CONSUMER.INFO.S.{n}")) == strip(info)
+    assert before["new"]["num_pending"] == 1
+    got = await fetch(nc, "S", "none", b"1", 1)
+    assert meta(got[0]) == (1, 4, 4)
+
+
+async def test_ephemerals_come_back_then_expire_mem_storage_does_not(
+        rs: Restartable, clock: VirtualClock) -> None:
+    nc = rs.nc
+    await setup_stream(nc)
+    await setup_stream(nc, "M", storage="memory")
+    auto = await api(nc, "CONSUMER.CREATE.S", {"stream_name": "S", "config": {
+        "ack_policy": "explicit", "inactive_threshold": 10 * S}})
+    assert "name" not in auto["config"]
+    await create_consumer(nc, "S", "pe", name="pe", deliver_subject="dlv",
+                          inactive_threshold=2 * S)
+    await create_consumer(nc, "S", "mem", durable_name="mem", mem_storage=True)
+    await create_consumer(nc, "M", "m", durable_name="m")
+    nc = await rs.restart()
+    names = (await api(nc, "CONSUMER.NAMES.S"))["consumers"]
+    assert names == sorted([auto["name"], "pe"])
+    assert (await api(nc, "CONSUMER.NAMES.M"))["error"]["err_code"] == 10059
+    info = await api(nc, f"CONSUMER.INFO.S.{auto['name']}")
+    assert info["config"]["name"] == auto["name"]  # as nats-server shows it after a restart
+    assert info["created"] == auto["created"]
+    clock.advance(2.1)
+    assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == [auto["name"]]
+    clock.advance(8)
+    assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == []
+
+
+async def test_update_pause_and_delete_are_persisted(rs: Restartable) -> None:
+    nc = rs.nc
+    await setup_stream(nc)
+    await create_consumer(nc, "S", "u", durable_name="u", ack_policy="explicit")
+    await create_consumer(nc, "S", "u", durable_name="u", ack_policy="explicit",
+                          description="changed", max_ack_pending=7)
+    await create_consumer(nc, "S", "gone", durable_name="gone")
+    await api(nc, "CONSUMER.PAUSE.S.u", {"pause_until": "2099-01-01T00:00:00Z"})
+    assert (await api(nc, "CONSUMER.DELETE.S.gone"))["success"] is True
+    before = await api(nc, "CONSUMER.INFO.S.u")
+    nc = await rs.restart()
+    assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == ["u"]
+    after = await api(nc, "CONSUMER.INFO.S.u")
+    assert after["config"] == before["config"]
+    assert after["config"]["description"] == "changed" and after["paused"] is True
+
+
+async def test_state_is_committed_with_the_grouped_flush(rs: Restartable) -> None:
+    nc = rs.nc
+    await setup_stream(nc)
+    await create_consumer(nc, "S", "d", durable_name="d", ack_policy="explicit")
+    got = await fetch(nc, "S", "d", b'{"batch": 2}', 2)
+    await nc.request(got[0].reply, b"+ACK", timeout=2)
+    assert rs.srv is not None
+    stream = rs.srv.jetstream.streams["S"]
+    assert not stream.store.pending_writes  # already committed, no shutdown needed
+    doc = json.loads(stream.store.get_meta(STATE_PREFIX + "d"))
+    assert doc["state"]["dseq"] == 3 and doc["state"]["adflr"] == 1
+    assert [p[:2] for p in doc["state"]["pending"]] == [[2, 2]]
+    await api(nc, "STREAM.DELETE.S")
+    await setup_stream(nc)  # a new stream of the same name starts without consumers
+    assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == []
