@@ -425,12 +425,13 @@ def test_js_push_stream_delete_advises_each_consumer(target: str, js: JsClient,
     adv = Sub(js, "$JS.EVENT.ADVISORY.*.DELETED.>")
     assert js.delete(stream_name)["success"]
     got = [adv.next() for _ in range(3)]
-    # nats-server walks its consumer map (any order), then announces the stream.
-    assert sorted(m.subject for m in got[:2]) == [
+    # nats-server walks its consumer map (any order) and usually announces the stream last;
+    # under load its advisories can interleave, so only the set is checked.
+    assert sorted(m.subject for m in got) == [
         f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{stream_name}.a",
-        f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{stream_name}.b"]
-    assert got[2].subject == f"$JS.EVENT.ADVISORY.STREAM.DELETED.{stream_name}"
-    assert json.loads(got[1].data)["action"] == "delete"
+        f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{stream_name}.b",
+        f"$JS.EVENT.ADVISORY.STREAM.DELETED.{stream_name}"]
+    assert all(json.loads(m.data)["action"] == "delete" for m in got)
 
 
 # ------------------------------------------------------------------------------ pause
