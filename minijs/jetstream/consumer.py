@@ -970,7 +970,7 @@ class Consumer:
             else:
                 self.pending[seq] = [dseq, now + self._ack_wait(dc), now]
             self.rdc[seq] = dc
-            self._arm_ack_timer()
+            self._arm_ack_timer(self.pending[seq][1])
         if self._persist and not self._save_scheduled:
             self._schedule_save()
         ack = self._ack_subject(dc, sm, dseq, pending)
@@ -989,8 +989,12 @@ class Consumer:
 
     # ------------------------------------------------------------------ ack wait / redelivery
 
-    def _arm_ack_timer(self) -> None:
+    def _arm_ack_timer(self, deadline: int = 0) -> None:
+        """Make sure a timer fires at the earliest ack deadline. ``deadline``: the one deadline
+        that just changed (a delivery), so an armed timer due no later needs no scan."""
         if not self.pending:
+            return
+        if deadline and self._ack_timer is not None and self._ack_timer_at <= deadline:
             return
         due = [p[1] for s, p in self.pending.items() if p[1] > 0]
         if not due:
@@ -1150,9 +1154,15 @@ class Consumer:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
         elif dseq == self.adflr + 1:
             self.adflr, self.asflr = dseq, sseq
-            later = [s for s in self.pending if s > sseq]
-            if later:
-                nxt = min(later)
+            # The oldest still-pending message above the acked one (dicts keep delivery
+            # order, so in the common in-order case the first key answers at once).
+            nxt = 0
+            for s in self.pending:
+                if s > sseq and (nxt == 0 or s < nxt):
+                    nxt = s
+                    if s == sseq + 1:
+                        break
+            if nxt:
                 self.adflr, self.asflr = self.pending[nxt][0] - 1, nxt - 1
 
     def _after_acks(self, seqs: list[int]) -> None:
