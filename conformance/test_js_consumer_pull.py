@@ -433,3 +433,25 @@ def test_js_ack_double_ack_reply_after_apply(target: str, js: JsClient, stream_n
     assert pl.ack(m).frame.endswith(b" 0\r\n\r\n")
     assert pl.info()["num_ack_pending"] == 0
     assert pl.ack(m).data == b""
+
+
+def test_js_pull_idle_heartbeat(target: str, js: JsClient, stream_name: str) -> None:
+    """A waiting pull request with ``idle_heartbeat`` gets ``100 Idle Heartbeat`` carrying the
+    last delivered consumer and stream sequences, then its 408 at expiry."""
+    pl = Pull(js, stream_name, msgs=2)
+    [m] = pl.next({"batch": 1}, until_status=False, count=1)
+    pl.ack(m)
+    inbox = pl.send({"batch": 5, "expires": 1_200_000_000, "idle_heartbeat": 500_000_000})
+    got = [inbox.next()]
+    while not got[-1].status.startswith("408"):
+        got.append(inbox.next())
+    # One message is still there: it comes at once, then heartbeats until expiry.
+    assert got[0].data == b"m1"
+    beats = got[1:-1]
+    assert beats, "no heartbeat before the request expired"
+    for hb in beats:
+        assert hb.frame == status_frame(hb, "100 Idle Heartbeat", ("Nats-Last-Consumer", "2"),
+                                        ("Nats-Last-Stream", "2"))
+    assert got[-1].frame == status_frame(got[-1], "408 Request Timeout",
+                                         ("Nats-Pending-Messages", "4"),
+                                         ("Nats-Pending-Bytes", "0"))

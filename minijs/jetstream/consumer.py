@@ -646,8 +646,7 @@ class Consumer:
             self._hb_timer = self.clock.call_later(hb - idle, self._idle_heartbeat)
             return
         if self.active:
-            pairs = [("Nats-Last-Consumer", str(self.dseq - 1)),
-                     ("Nats-Last-Stream", str(self.sseq - 1))]
+            pairs = self._last_delivered_headers()
             if self.fcid:
                 pairs.append(("Nats-Consumer-Stalled", self.fcid))
             self.server.publish(self._dsubj, None, _status(100, "Idle Heartbeat", pairs), b"")
@@ -803,6 +802,10 @@ class Consumer:
                 wr.cancel()
         self.waiting = keep
 
+    def _last_delivered_headers(self) -> list[tuple[str, str]]:
+        """What idle heartbeats (push and pull) say about the last delivery."""
+        return [("Nats-Last-Consumer", str(self.dseq - 1)), ("Nats-Last-Stream", str(self.sseq - 1))]
+
     def _expire_request(self, wr: PullRequest) -> None:
         wr.timer = None
         try:
@@ -816,7 +819,7 @@ class Consumer:
         wr.hb_timer = None
         if self.closed or wr not in self.waiting:
             return
-        self._send(wr.reply, _status(100, "Idle Heartbeat"))
+        self._send(wr.reply, _status(100, "Idle Heartbeat", self._last_delivered_headers()))
         wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
 
     def _finish(self, wr: PullRequest) -> None:
