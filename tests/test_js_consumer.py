@@ -6,43 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 
 from minijs.clock import VirtualClock
 from minijs.jetstream.consumer import parse_next_request
-from minijs.server import Server
+
+from jsapi import api
 
 S = 1_000_000_000
-
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-async def server(clock: VirtualClock, tmp_path: Path) -> Any:
-    srv = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"))
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def nc(server: Server) -> Any:
-    client = await nats.connect(server.client_url)
-    yield client
-    await client.close()
 
 
 async def setup(nc: Any, msgs: int = 1, **config: Any) -> Any:

@@ -15,18 +15,9 @@ from minijs.clock import VirtualClock
 from minijs.jetstream import consumer as consumer_mod
 from minijs.server import Server
 
+from jsapi import api
+
 S = 1_000_000_000
-
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ timestamps until the consumer has caught up with the stream, then new messages g
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,9 @@ import pytest
 from minijs.clock import VirtualClock
 from minijs.server import Server
 
+from jsapi import api
+
 S = 1_000_000_000
-
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
 
 
 @pytest.fixture

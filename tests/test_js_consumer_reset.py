@@ -3,9 +3,7 @@ would have run out), a push consumer continues from the reset sequence, and the 
 is what a restart recovers. Wire replies against nats-server: conformance/test_js_consumer_reset.py."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import nats
 import pytest
@@ -13,18 +11,9 @@ import pytest
 from minijs.clock import VirtualClock
 from minijs.server import Server
 
+from jsapi import api
+
 S = 1_000_000_000
-
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
 
 
 async def test_reset_forgets_pending_and_push_continues(clock: VirtualClock,

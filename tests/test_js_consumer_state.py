@@ -16,13 +16,9 @@ from minijs.clock import VirtualClock
 from minijs.jetstream.consumer import STATE_PREFIX
 from minijs.server import Server
 
+from jsapi import api
+
 S = 1_000_000_000
-
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
 
 
 async def create_consumer(nc: Any, stream: str, cname: str, **config: Any) -> dict:
@@ -67,11 +63,6 @@ class Restartable:
     async def restart(self) -> Any:
         await self.stop()
         return await self.start()
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
 
 
 @pytest.fixture

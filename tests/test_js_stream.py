@@ -13,11 +13,7 @@ import pytest
 from minijs.clock import VirtualClock
 from minijs.server import Server
 
-
-async def api(nc: Any, subject: str, body: Any = None) -> dict:
-    payload = b"" if body is None else json.dumps(body).encode()
-    msg = await nc.request(f"$JS.API.{subject}", payload, timeout=5)
-    return json.loads(msg.data)
+from jsapi import api
 
 
 async def create(nc: Any, name: str, **cfg: Any) -> dict:
@@ -29,26 +25,6 @@ async def create(nc: Any, name: str, **cfg: Any) -> dict:
 
 async def state(nc: Any, name: str) -> dict:
     return (await api(nc, f"STREAM.INFO.{name}"))["state"]
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-async def server(clock: VirtualClock, tmp_path: Path) -> Any:
-    srv = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"))
-    await srv.start()
-    yield srv
-    await srv.stop()
-
-
-@pytest.fixture
-async def nc(server: Server) -> Any:
-    client = await nats.connect(server.client_url)
-    yield client
-    await client.close()
 
 
 @pytest.mark.parametrize("storage", ["memory", "file"])

@@ -69,7 +69,7 @@ class JetStream:
         where = self.store_dir or "(memory only; file streams use a temporary directory)"
         self.log.info("Starting JetStream")
         self.log.info(f"  Storage directory:  {where}")
-        self.log.info(f"  API level:          5")
+        self.log.info("  API level:          5")
         self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
 
     def stop(self) -> None:
