@@ -207,6 +207,27 @@ def test_js_pull_max_bytes_without_batch(target: str, js: JsClient, stream_name:
                                          ("Nats-Pending-Bytes", str(500 - size)))
 
 
+def test_js_pull_max_bytes_spent_exactly(target: str, js: JsClient, stream_name: str) -> None:
+    """A budget spent to the byte ends the request silently after that message, even with
+    batch left: no status, and the next message goes to the next request."""
+    pl = Pull(js, stream_name, msgs=3)
+    [probe] = pl.next({"batch": 1}, until_status=False, count=1)
+    pl.ack(probe)
+    # Deliveries 2 and 3 have the same size as delivery 1 (same subject, same payload
+    # length, ack subjects of the same length).
+    size = len(probe.subject) + len(probe.reply or "") + len(probe.data)
+    inbox = pl.send({"batch": 5, "max_bytes": size, "expires": 2_000_000_000})
+    m = inbox.next()
+    assert m.data == b"m1" and not m.header
+    try:
+        extra = inbox.next(0.4)
+    except TimeoutError:
+        extra = None
+    assert extra is None, extra
+    [m] = pl.next({"batch": 1}, until_status=False, count=1)
+    assert m.data == b"m2"
+
+
 def test_js_pull_message_exceeds_max_bytes(target: str, js: JsClient, stream_name: str) -> None:
     pl = Pull(js, stream_name)
     js.pub_ok(f"{pl.p}.big", b"x" * 200)

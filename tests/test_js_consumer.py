@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream.consumer import parse_next_request
+from minijs.jetstream.consumer import PriorityGroup, parse_next_request
 
 from jsapi import api
 
@@ -122,9 +122,13 @@ async def test_interest_dropped_requests_are_not_served(nc: Any, clock: VirtualC
 
 
 def test_parse_next_request_forms() -> None:
-    assert parse_next_request(b"") == (1, 0, False, 0, 0)
-    assert parse_next_request(b" 7 ") == (7, 0, False, 0, 0)
-    assert parse_next_request(b"junk") == (1, 0, False, 0, 0)
-    assert parse_next_request(b'{"batch":2,"no_wait":true,"zz":1}') == (2, 0, True, 0, 0)
+    assert parse_next_request(b"") == (1, 0, False, 0, 0, None)
+    assert parse_next_request(b" 7 ") == (7, 0, False, 0, 0, None)
+    assert parse_next_request(b"junk") == (1, 0, False, 0, 0, None)
+    # Every JSON body carries a priority group, even one naming nothing (nats-server does too).
+    assert parse_next_request(b'{"batch":2,"no_wait":true,"zz":1}') == (
+        2, 0, True, 0, 0, PriorityGroup())
+    assert parse_next_request(b'{"group":"A","min_pending":5,"id":"x","priority":3}').pg == (
+        PriorityGroup("A", 5, 0, "x", 3))
     with pytest.raises(ValueError, match="heartbeat value too large"):
         parse_next_request(b'{"expires": 10, "idle_heartbeat": 6}')

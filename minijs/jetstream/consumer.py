@@ -44,7 +44,7 @@ import json
 import random
 import secrets
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from minijs.jetstream import consumer_config as C
 from minijs.jetstream import headers as H
@@ -79,16 +79,44 @@ NEXT_REQUEST = J.Struct("", {
 })
 
 
+#: Sort key of a request without a priority (a plain-text ``MSG.NEXT`` body) in a
+#: ``prioritized`` wait queue: after every request that names one (Go's ``math.MaxInt32``).
+_NO_PRIORITY = 2**31 - 1
+
+
+@dataclasses.dataclass
+class PriorityGroup:
+    """The priority-group fields of a JSON ``MSG.NEXT`` body (ADR-42; nats-server
+    ``PriorityGroup``). Every JSON request has one, even when it names no group."""
+
+    group: str = ""
+    min_pending: int = 0
+    min_ack_pending: int = 0
+    id: str = ""
+    priority: int = 0
+
+
+class NextRequest(NamedTuple):
+    """A decoded ``MSG.NEXT`` body; ``pg`` is None unless the body was JSON."""
+
+    batch: int
+    max_bytes: int = 0
+    no_wait: bool = False
+    expires: int = 0
+    hb: int = 0
+    pg: PriorityGroup | None = None
+
+
 class PullRequest:
     """One waiting ``MSG.NEXT`` request. ``n`` is the batch still wanted (a request asking for
     ``batch`` ≤ 0 still gets one message, then reports ``n`` ≤ 0 like the server), ``b`` the byte
-    budget left (``max_bytes`` 0 = unlimited)."""
+    budget left (``max_bytes`` 0 = unlimited), ``pg`` its priority group (JSON bodies only)."""
 
-    __slots__ = ("reply", "n", "max_bytes", "b", "no_wait", "expires", "hb", "delivered",
-                 "timer", "hb_timer")
+    __slots__ = ("b", "delivered", "expires", "hb", "hb_timer", "max_bytes", "n", "no_wait",
+                 "pg", "reply", "timer")
 
     def __init__(self, reply: bytes, batch: int, max_bytes: int, no_wait: bool, expires: int,
-                 hb: int) -> None:
+                 hb: int, pg: PriorityGroup | None = None) -> None:
         self.reply = reply
         self.n = batch
         self.max_bytes = max_bytes
@@ -99,6 +127,11 @@ class PullRequest:
         self.delivered = 0
         self.timer: Any = None
         self.hb_timer: Any = None
+        self.pg = pg
+
+    @property
+    def priority(self) -> int:
+        return self.pg.priority if self.pg is not None else _NO_PRIORITY
 
     def cancel(self) -> None:
         if self.timer is not None:
@@ -112,15 +145,16 @@ class PullRequest:
         return [("Nats-Pending-Messages", str(self.n)), ("Nats-Pending-Bytes", str(self.b))]
 
 
-def parse_next_request(payload: bytes) -> tuple[int, int, bool, int, int]:
-    """``nextReqFromMsg``: body → ``(batch, max_bytes, no_wait, expires ns, heartbeat ns)``.
+def parse_next_request(payload: bytes) -> NextRequest:
+    """``nextReqFromMsg``: body → :class:`NextRequest`.
 
     Empty → batch 1; an integer text → that batch; other text → batch 1; JSON (starts with
-    ``{``) decoded leniently. Raises ``ValueError`` with the text that follows ``Bad Request -``.
+    ``{``) decoded leniently, with its priority-group fields. Raises ``ValueError`` with the
+    text that follows ``Bad Request -``.
     """
     req = payload.strip()
     if not req:
-        return 1, 0, False, 0, 0
+        return NextRequest(1)
     if req[:1] == b"{":
         from minijs.jetstream.errors import ApiError
 
@@ -135,11 +169,14 @@ def parse_next_request(payload: bytes) -> tuple[int, int, bool, int, int]:
         expires = d.get("expires", 0)
         if hb > 0 and hb * 2 > expires:
             raise ValueError("heartbeat value too large")
-        return d.get("batch", 0), d.get("max_bytes", 0), bool(d.get("no_wait")), expires, hb
+        pg = PriorityGroup(d.get("group") or "", d.get("min_pending", 0),
+                           d.get("min_ack_pending", 0), d.get("id") or "", d.get("priority", 0))
+        return NextRequest(d.get("batch", 0), d.get("max_bytes", 0), bool(d.get("no_wait")),
+                           expires, hb, pg)
     try:
-        return int(req.decode("ascii")), 0, False, 0, 0
+        return NextRequest(int(req.decode("ascii")))
     except (UnicodeDecodeError, ValueError):
-        return 1, 0, False, 0, 0
+        return NextRequest(1)
 
 
 def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) -> bytes:
@@ -151,22 +188,22 @@ def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: by
     """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
     consumer deliveries keep the stored subject (behavior §3.2), which a plain publish cannot
     express. Returns the number of receivers."""
-    from minijs.server import pick_member
-
     result = server.sublist.match(target)
-    if not result:
-        return 0
+    groups = result.groups
     delivered = 0
     for sub in result.plain:
         if sub.closed:
             continue
-        if sub.conn is None:
+        conn = sub.conn
+        if conn is None:
             sub.callback(sub, subject, reply, hdr, data, None)
         else:
-            sub.conn.deliver(sub, subject, reply, hdr, data)
+            conn.deliver(sub, subject, reply, hdr, data)
         delivered += 1
-    if result.groups:
-        for members in result.groups.values():
+    if groups:
+        from minijs.server import pick_member
+
+        for members in groups.values():
             sub = pick_member(members, None)
             if sub is None:
                 continue
@@ -240,6 +277,10 @@ class Consumer:
         self._dtimer: Any = None
         self._last_request = self.clock.monotonic()
         self._pause_timer: Any = None
+        # priority groups (pinned_client): the current pin, when it was given, its timer
+        self.pin_id = ""
+        self.pinned_ts = 0
+        self._pin_timer: Any = None
         # durable state (file streams, not mem_storage)
         self._persist = stream.config.storage == "file" and not config.mem_storage
         self._save_scheduled = False
@@ -333,7 +374,7 @@ class Consumer:
             wr.cancel()
         self.waiting.clear()
         for name in ("_ack_timer", "_hb_timer", "_rl_timer", "_dtimer", "_pause_timer",
-                     "_replay_timer"):
+                     "_replay_timer", "_pin_timer"):
             timer = getattr(self, name)
             if timer is not None:
                 timer.cancel()
@@ -738,6 +779,8 @@ class Consumer:
             num_pending=self.num_pending(),
             ts=self.clock.time_ns(),
             push_bound=bool(self._dsubj) and self.active,
+            pinned_client_id=self.pin_id,
+            pinned_ts=self.pinned_ts,
             dynamic_metadata=dynamic_metadata,
         )
 
@@ -753,7 +796,7 @@ class Consumer:
             return
         self._last_request = self.clock.monotonic()
         try:
-            batch, max_bytes, no_wait, expires, hb = parse_next_request(payload)
+            batch, max_bytes, no_wait, expires, hb, pg = parse_next_request(payload)
         except ValueError as exc:
             self._send(reply, _status(400, f"Bad Request - {exc}"))
             return
@@ -767,6 +810,12 @@ class Consumer:
         if max_bytes > 0 and cfg.max_bytes > 0 and max_bytes > cfg.max_bytes:
             self._send(reply, _status(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"))
             return
+        if pg is not None:
+            problem = self._check_priority(pg)
+            if problem:
+                code, text = problem
+                self._send(reply, _status(code, text))
+                return
         if len(self.waiting) >= cfg.max_waiting:
             self._prune_waiting()
         if no_wait:
@@ -783,13 +832,49 @@ class Consumer:
             if hb == 0:
                 self._send(reply, _status(409, "Exceeded MaxWaiting"))
             return
-        wr = PullRequest(reply, batch, max_bytes, no_wait, expires, hb)
+        wr = PullRequest(reply, batch, max_bytes, no_wait, expires, hb, pg)
         if expires > 0:
             wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)
         if hb > 0:
             wr.hb_timer = self.clock.call_later(hb / 1e9, self._heartbeat, wr)
-        self.waiting.append(wr)
+        if cfg.priority_policy == "prioritized":
+            self._insert_by_priority(wr)
+        else:
+            self.waiting.append(wr)
         self._dispatch()
+
+    def _check_priority(self, pg: PriorityGroup) -> tuple[int, str] | None:
+        """``processNextMsgRequest``'s priority-group checks, in its order: fields another
+        policy owns, the priority range, then (for a consumer with a policy) the group and,
+        while a client is pinned, the pin id — a matching id restarts the pin's timer."""
+        policy = self.config.priority_policy
+        if (pg.min_pending or pg.min_ack_pending) and policy != "overflow":
+            return 400, "Bad Request - Not a Overflow Priority consumer"
+        if pg.id and policy != "pinned_client":
+            return 400, "Bad Request - Not a Pinned Client Priority consumer"
+        if not 0 <= pg.priority <= 9:
+            return 400, "Bad Request - Priority must be between 0 and 9"
+        if policy == "none":
+            return None
+        if not pg.group:
+            return 400, "Bad Request - Priority Group missing"
+        if pg.group not in (self.config.priority_groups or ()):
+            return 400, "Bad Request - Invalid Priority Group"
+        if self.pin_id:
+            if pg.id == self.pin_id:
+                self._set_pin_timer(pg.group)
+            elif pg.id:
+                return 423, "Nats-Pin-Id mismatch"
+        return None
+
+    def _insert_by_priority(self, wr: PullRequest) -> None:
+        """``prioritized``: the queue stays ordered by priority (0 first), FIFO within one."""
+        waiting = self.waiting
+        prio = wr.priority
+        i = len(waiting)
+        while i > 0 and waiting[i - 1].priority > prio:
+            i -= 1
+        waiting.insert(i, wr)
 
     def _prune_waiting(self) -> None:
         """Drop requests nobody listens to any more (their reply subject lost interest)."""
@@ -828,15 +913,18 @@ class Consumer:
         wr.cancel()
 
     def _dispatch(self) -> None:
-        """Hand available messages to waiting requests, head first, round-robin."""
+        """Hand available messages to waiting requests, head first, round-robin (priority
+        order for ``prioritized``; the pinned client only for ``pinned_client``)."""
         if self.is_paused():
             return
         has_interest = self.server.sublist.has_interest
         waiting = self.waiting
+        pinned = self.config.priority_policy == "pinned_client"
+        prioritized = self.config.priority_policy == "prioritized"
         while waiting and not self.closed:
-            wr = waiting[0]
-            if not has_interest(wr.reply):
-                self._finish(wr)
+            head = waiting[0]
+            if not has_interest(head.reply):
+                self._finish(head)
                 continue
             nxt = self._peek()
             if nxt is None:
@@ -844,21 +932,18 @@ class Consumer:
             sm, dc = nxt
             subject = sm.subject.encode()
             hdr, data = self._payload(sm)
-            # The ack subject carries num_pending *after* this delivery; it is cheap to know
-            # it beforehand: a redelivery leaves it unchanged, a new message lowers it by one.
-            size = 0
-            if wr.max_bytes > 0:
-                pending_after = self._pending_after(dc)
-                ack = self._ack_subject(dc, sm, self.dseq, pending_after)
-                size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
-                if size > wr.b:
-                    self._finish(wr)
-                    self._send(wr.reply, _status(409, "Message Size Exceeds MaxBytes",
-                                                 wr.pending_headers()))
-                    continue
+            chosen = self._next_waiting(sm, dc, subject, hdr, data)
+            if chosen is None:
+                break
+            wr, size = chosen
             if self._replay and self._lts and self._replay_wait(sm.ts):
                 break
-            wr.b -= size
+            if wr.b > 0:
+                wr.b -= size
+                if wr.b == 0:
+                    wr.n = 1  # the budget is spent: this delivery ends the request
+            if pinned:
+                hdr = H.append(hdr, [("Nats-Pin-Id", self.pin_id)])
             self._deliver(wr.reply, subject, hdr, data, sm, dc)
             wr.n -= 1
             wr.delivered += 1
@@ -866,10 +951,14 @@ class Consumer:
                 wr.hb_timer.cancel()
                 wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
             if wr.n > 0:
-                waiting.rotate(-1)
+                if prioritized and len(waiting) > 1:
+                    waiting.popleft()
+                    self._insert_by_priority(wr)
+                else:
+                    waiting.rotate(-1)
             else:
                 self._finish(wr)
-                if wr.max_bytes > 0 and wr.b > 0:
+                if wr.b > 0:
                     self._send(wr.reply, _status(409, "Batch Completed", wr.pending_headers()))
         if self._replay:
             self._replay_caught_up()
@@ -888,6 +977,74 @@ class Consumer:
     def _pending_after(self, dc: int) -> int:
         n = self.num_pending()
         return n if dc > 1 else n - 1
+
+    def _next_waiting(self, sm: StoredMessage, dc: int, subject: bytes, hdr: bytes | None,
+                      data: bytes) -> tuple[PullRequest, int] | None:
+        """``nextWaiting``: the request that gets this message (moved to the head of the queue)
+        and the message's size against its byte budget, or None when no waiting request may
+        take it now.
+
+        In nats-server's order: with ``pinned_client`` and nobody pinned, the head request
+        without a pin id is pinned (one carrying a stale id gets ``423 Nats-Wrong-Pin-Id``);
+        while a client is pinned, requests without an id stand by (cycled to the tail) and
+        ones with another id get the 423. With ``overflow``, a request with ``min_pending`` /
+        ``min_ack_pending`` stands by until either threshold is reached. A message larger than
+        the remaining budget ends the request with ``409 Message Size Exceeds MaxBytes``.
+        Requests nobody listens to any more are dropped."""
+        waiting = self.waiting
+        policy = self.config.priority_policy
+        need_pin = policy == "pinned_client" and not self.pin_id
+        has_interest = self.server.sublist.has_interest
+        size = -1
+        cycled = 0
+        while waiting:
+            wr = waiting[0]
+            pg = wr.pg
+            assigned = False
+            if need_pin:
+                if pg is None or not pg.id:
+                    assigned = self._assign_pin(wr)
+                else:
+                    self._end_head(wr, 423, "Nats-Wrong-Pin-Id")
+                    continue
+            elif self.pin_id and not (pg is not None and pg.id == self.pin_id):
+                if pg is not None and pg.id:
+                    self._end_head(wr, 423, "Nats-Wrong-Pin-Id")
+                    continue
+                waiting.rotate(-1)  # standby while another client is pinned
+                cycled += 1
+                if cycled >= len(waiting):
+                    return None
+                continue
+            if (policy == "overflow" and pg is not None
+                    and (pg.min_pending > 0 or pg.min_ack_pending > 0)):
+                # nats-server compares with its pending count before a *new* message is taken.
+                npc = self.num_pending() + (1 if dc > 1 else 0)
+                if not ((0 < pg.min_pending <= npc)
+                        or (0 < pg.min_ack_pending <= len(self.pending))):
+                    waiting.rotate(-1)
+                    cycled += 1
+                    if cycled >= len(waiting):
+                        return None
+                    continue
+            if wr.b > 0:
+                if size < 0:
+                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
+                    size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                if size > wr.b:
+                    self._end_head(wr, 409, "Message Size Exceeds MaxBytes")
+                    if assigned:
+                        self._unassign_pin()
+                    continue
+            if has_interest(wr.reply):
+                return wr, max(size, 0)
+            self._finish(wr)
+        return None
+
+    def _end_head(self, wr: PullRequest, code: int, text: str) -> None:
+        """End the head request with a status carrying what it still wanted."""
+        self._finish(wr)
+        self._send(wr.reply, _status(code, text, wr.pending_headers()))
 
     # ------------------------------------------------------------------ choosing and delivering
 
@@ -1241,10 +1398,56 @@ class Consumer:
     # ------------------------------------------------------------------ unpin / reset
 
     def unpin(self, group: str) -> None:
-        """``CONSUMER.UNPIN``: announce the group unpinned by an administrator."""
+        """``CONSUMER.UNPIN``: drop the pin (if any) and announce the group unpinned by an
+        administrator; the next delivery pins a new client."""
+        self._unassign_pin()
+        self._advise_unpinned(group, "admin")
+        self._wake()
+
+    def _assign_pin(self, wr: PullRequest) -> bool:
+        """Pin the client behind ``wr`` (a request naming a group): a new NUID, its time, the
+        ``priority_timeout`` timer and the PINNED advisory. The request now carries the id."""
+        pg = wr.pg
+        if pg is None or not pg.group:
+            return False
+        from minijs.jetstream.api import new_id
+
+        self.pin_id = new_id()
+        self.pinned_ts = self.clock.time_ns()
+        pg.id = self.pin_id
+        self._set_pin_timer(pg.group)
+        self._advise("PINNED", "advisory.v1.consumer_group_pinned", {
+            "account": "$G", "stream": self.stream.name, "consumer": self.name,
+            "group": pg.group, "pinned_id": self.pin_id})
+        return True
+
+    def _unassign_pin(self) -> None:
+        self.pin_id = ""
+        self.pinned_ts = 0
+        if self._pin_timer is not None:
+            self._pin_timer.cancel()
+            self._pin_timer = None
+
+    def _set_pin_timer(self, group: str) -> None:
+        """(Re)start the pin's ``priority_timeout``: the pinned client keeps its pin while it
+        sends requests with its id at least that often."""
+        if self._pin_timer is not None:
+            self._pin_timer.cancel()
+        self._pin_timer = self.clock.call_later(self.config.priority_timeout / 1e9,
+                                                self._pin_expired, group)
+
+    def _pin_expired(self, group: str) -> None:
+        self._pin_timer = None
+        if self.closed or not self.pin_id:
+            return
+        self._unassign_pin()
+        self._advise_unpinned(group, "timeout")
+        self._wake()
+
+    def _advise_unpinned(self, group: str, reason: str) -> None:
         self._advise("UNPINNED", "advisory.v1.consumer_group_unpinned", {
             "account": "$G", "stream": self.stream.name, "consumer": self.name,
-            "group": group, "reason": "admin"})
+            "group": group, "reason": reason})
 
     def reset(self, seq: int) -> int:
         """``CONSUMER.RESET``: forget deliveries and acks and continue from stream sequence
