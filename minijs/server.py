@@ -283,8 +283,9 @@ class Server:
         requester that asked for no-responders gets the 503 status when nobody received it.
         """
         result = self.sublist.match(subject)
+        groups = result.groups
         delivered = 0
-        if result:
+        if result.plain or groups:
             for sub in result.plain:
                 if sub.closed:
                     continue
@@ -297,8 +298,8 @@ class Server:
                 else:
                     conn.deliver(sub, subject, reply, header, payload)
                     delivered += 1
-            if result.groups:
-                for members in result.groups.values():
+            if groups:
+                for members in groups.values():
                     sub = _pick_member(members, origin)
                     if sub is None:
                         continue

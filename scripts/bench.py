@@ -21,7 +21,8 @@ server's CPU time per message (utime + stime of the child process from ``/proc/<
 read before and after the measured section); the goal for minijs is < 50 us per message.
 
     python scripts/bench.py [--count 30000] [--payload 128] [--rounds 3] [--quick]
-                            [--targets minijs,nats-server] [--json out.json] [-v]
+                            [--targets minijs,nats-server] [--figures consume,...]
+                            [--json out.json] [-v]
 
 Figures are listed in ``build_figures``; a new one (e.g. pull consume throughput) is a
 ``Figure`` whose function gets a ``FigureContext`` and measures with ``ctx.meter.measure``.
@@ -666,6 +667,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="seconds to wait for one ack or window of acks (default 10)")
     parser.add_argument("--figure-timeout", type=float, default=300.0,
                         help="seconds one figure may take, warm-up included (default 300)")
+    parser.add_argument("--figures", metavar="WORDS", default="",
+                        help="comma-separated words; only figures whose key contains one of "
+                        "them run (e.g. 'consume' or 'publish_256'; default all)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="progress on stderr")
     # For testing this script: run the "minijs" column with another command (e.g. nats-server).
@@ -695,6 +699,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     pipeline = publish_windowed if args.pipeline == "inbox" else publish_windowed_natspy
     figures = build_figures(pipeline, args.window)
+    if args.figures:
+        words = [w.strip() for w in args.figures.split(",") if w.strip()]
+        figures = [f for f in figures if any(w in f.key for w in words)]
+        if not figures:
+            print(f"--figures {args.figures!r}: no figure key matches", file=sys.stderr)
+            return 2
 
     commands: dict[str, list[str] | None] = {
         "minijs": shlex.split(args.minijs_cmd) if args.minijs_cmd

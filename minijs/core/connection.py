@@ -441,7 +441,14 @@ class Connection(asyncio.Protocol):
             data = wire.hmsg(subject, sub.sid, reply, header, payload)
         self.out_msgs += 1
         self.out_bytes += len(payload) + (len(header) if header is not None else 0)
-        self.send(data)
+        if not self.closed:  # send(data), inlined: this runs once per delivered message
+            self._out.append(data)
+            self._out_size += len(data)
+            if self._out_size >= EARLY_WRITE_SIZE:
+                self.flush()
+            elif not self._dirty:
+                self._dirty = True
+                self.server.mark_dirty(self)
         if self.server.log.trace_enabled:
             self._trace_out(data)
         sub.delivered += 1

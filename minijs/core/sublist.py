@@ -50,7 +50,7 @@ class MatchResult:
 
 
 class _Node:
-    __slots__ = ("children", "star", "gt", "plain", "groups")
+    __slots__ = ("children", "star", "gt", "plain", "groups", "tail")
 
     def __init__(self) -> None:
         self.children: dict[bytes, _Node] = {}
@@ -58,6 +58,9 @@ class _Node:
         self.gt: _Node | None = None
         self.plain: list[Subscription] = []
         self.groups: dict[bytes, list[Subscription]] = {}
+        #: What every subject whose walk leaves the tree here matches (see :meth:`Sublist.match`);
+        #: None until computed, and again after any insert or remove.
+        self.tail: MatchResult | None = None
 
     def empty(self) -> bool:
         return not (self.children or self.star or self.gt or self.plain or self.groups)
@@ -73,6 +76,8 @@ class Sublist:
         self._root = _Node()
         self._cache: dict[bytes, MatchResult] = {}
         self.count = 0
+        #: Nodes holding a ``tail`` memo; every insert and remove clears them.
+        self._memos: list[_Node] = []
 
     def insert(self, sub: Subscription) -> None:
         node = self._root
@@ -95,6 +100,8 @@ class Sublist:
         else:
             node.groups.setdefault(sub.queue, []).append(sub)
         self.count += 1
+        if self._memos:
+            self._drop_memos()
         self._invalidate(sub.subject)
 
     def remove(self, sub: Subscription) -> bool:
@@ -124,6 +131,8 @@ class Sublist:
             if not members:
                 del node.groups[sub.queue]
         self.count -= 1
+        if self._memos:
+            self._drop_memos()
         # Prune empty branches so the trie does not grow with churned inbox subjects.
         while path and node.empty():
             parent, tok = path.pop()
@@ -136,6 +145,11 @@ class Sublist:
             node = parent
         self._invalidate(sub.subject)
         return True
+
+    def _drop_memos(self) -> None:
+        for node in self._memos:
+            node.tail = None
+        self._memos = []
 
     def _invalidate(self, pattern: bytes) -> None:
         cache = self._cache
@@ -153,9 +167,33 @@ class Sublist:
         cached = self._cache.get(subject)
         if cached is not None:
             return cached
-        result = MatchResult()
         tokens = subject.split(b".")
-        self._collect(self._root, tokens, 0, len(tokens), result)
+        n = len(tokens)
+        # A subject that leaves the tree below a path of literal tokens with no '*' branch
+        # matches exactly the '>' subscriptions along that path, whatever its remaining tokens
+        # (e.g. every ack subject $JS.ACK.<stream>.<consumer>.<n>.<n>... of one consumer): that
+        # result is memoized on the node where the walk ends, so one-off subjects cost a short
+        # literal walk rather than a full match.
+        node = self._root
+        i = 0
+        result = None
+        while node.star is None and i < n:
+            tok = tokens[i]
+            if not tok:
+                break
+            child = node.children.get(tok)
+            if child is None:
+                result = node.tail
+                if result is None:
+                    result = node.tail = MatchResult()
+                    self._collect(self._root, tokens, 0, n, result)
+                    self._memos.append(node)
+                break
+            node = child
+            i += 1
+        if result is None:
+            result = MatchResult()
+            self._collect(self._root, tokens, 0, n, result)
         if len(self._cache) >= CACHE_MAX:
             # Drop an arbitrary old half rather than scanning for the least used.
             for key in list(self._cache)[: CACHE_MAX // 2]:
@@ -166,24 +204,28 @@ class Sublist:
     def _collect(self, node: _Node, tokens: list[bytes], i: int, n: int,
                  result: MatchResult) -> None:
         while True:
-            if node.gt is not None and i < n:
-                _add(node.gt, result)
+            gt = node.gt
+            if gt is not None and i < n:
+                _add(gt, result)
             if i == n:
                 _add(node, result)
                 return
             tok = tokens[i]
             if not tok:
                 return  # an empty token matches nothing
-            if node.star is not None:
-                self._collect(node.star, tokens, i + 1, n, result)
-            child = node.children.get(tok)
-            if child is None:
+            star = node.star
+            if star is not None:
+                self._collect(star, tokens, i + 1, n, result)
+            node = node.children.get(tok)  # type: ignore[assignment]
+            if node is None:
                 return
-            node = child
             i += 1
 
     def has_interest(self, subject: bytes) -> bool:
-        return bool(self.match(subject))
+        result = self._cache.get(subject)
+        if result is None:
+            result = self.match(subject)
+        return bool(result.plain or result.groups)
 
     def all_subscriptions(self) -> list[Subscription]:
         out: list[Subscription] = []

@@ -93,8 +93,12 @@ class Parser:
         """Consume ``data``; return the operations it completes, in order."""
         if self.dead:
             return []
-        buf = self._buf
-        buf += data
+        buf: bytes | bytearray
+        if not self._buf and type(data) is bytes:
+            buf = data  # nothing carried over: read the chunk itself, slices are bytes at once
+        else:
+            buf = self._buf
+            buf += data
         ops: list[tuple] = []
         pos = 0
         end = len(buf)
@@ -129,6 +133,23 @@ class Parser:
                     return self._die(ops, err)
                 break
             line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
+            if buf.startswith(b"PUB ", pos):
+                # Fast path: a well-formed PUB whose payload has arrived, in one step. Anything
+                # unusual (bad arguments, limits, a payload still to come) takes the general
+                # path below, which answers it exactly as before.
+                args = bytes(buf[pos + 4:line_end]).split()
+                nargs = len(args)
+                if (nargs == 2 or nargs == 3) and line_end - pos - 4 <= self.max_control_line:
+                    token = args[-1]
+                    if len(token) <= 9 and token.isdigit():
+                        start = nl + 1
+                        stop = start + int(token)
+                        if (stop - start <= self.max_payload and stop + 2 <= end
+                                and buf[stop] == 13 and buf[stop + 1] == 10):
+                            ops.append((OP_PUB, args[0], args[1] if nargs == 3 else None,
+                                        bytes(buf[start:stop])))
+                            pos = stop + 2
+                            continue
             line = bytes(buf[pos:line_end])
             pos = nl + 1
             op = self._parse_line(line)
@@ -140,8 +161,11 @@ class Parser:
             if op[0] == OP_CONNECT:
                 # Auth gating is re-armed by the connection if CONNECT is rejected.
                 self.require_connect = False
-        if pos:
-            del buf[:pos]
+        if buf is self._buf:
+            if pos:
+                del buf[:pos]
+        elif pos < end:
+            self._buf = bytearray(buf[pos:])
         return ops
 
     def _die(self, ops: list[tuple], err: str | None) -> list[tuple]:

@@ -23,20 +23,19 @@ def err(text: str) -> bytes:
 
 
 def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
+    # One formatting operation builds the whole frame (no intermediate head + payload copies).
     if reply:
-        head = b"MSG %b %b %b %d\r\n" % (subject, sid, reply, len(payload))
-    else:
-        head = b"MSG %b %b %d\r\n" % (subject, sid, len(payload))
-    return head + payload + CRLF
+        return b"MSG %b %b %b %d\r\n%b\r\n" % (subject, sid, reply, len(payload), payload)
+    return b"MSG %b %b %d\r\n%b\r\n" % (subject, sid, len(payload), payload)
 
 
 def hmsg(subject: bytes, sid: bytes, reply: bytes | None, header: bytes, payload: bytes) -> bytes:
     hlen = len(header)
     if reply:
-        head = b"HMSG %b %b %b %d %d\r\n" % (subject, sid, reply, hlen, hlen + len(payload))
-    else:
-        head = b"HMSG %b %b %d %d\r\n" % (subject, sid, hlen, hlen + len(payload))
-    return head + header + payload + CRLF
+        return b"HMSG %b %b %b %d %d\r\n%b%b\r\n" % (subject, sid, reply, hlen,
+                                                       hlen + len(payload), header, payload)
+    return b"HMSG %b %b %d %d\r\n%b%b\r\n" % (subject, sid, hlen, hlen + len(payload),
+                                               header, payload)
 
 
 def status_header(code: int, description: str = "", headers: list[tuple[str, str]] | None = None

@@ -121,6 +121,12 @@ class StoredMessage(NamedTuple):
     ttl: int = 0  #: seconds; 0 none, < 0 never expires (``Nats-TTL: never``)
 
 
+#: ``new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))``: the tuple
+#: constructor without the generated ``__new__`` (half the cost, for the hot paths; all six
+#: fields must be given).
+new_stored_message = tuple.__new__
+
+
 @dataclass(slots=True)
 class StreamState:
     """Snapshot of a store's state (the store part of ``STREAM.INFO`` ``state``)."""
@@ -531,7 +537,7 @@ class IndexedStore:
             hdr = bytes(hdr)
         if type(data) is not bytes:
             data = bytes(data) if data is not None else b""
-        sm = StoredMessage(seq, subject, hdr, data, ts, ttl)
+        sm = new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
         size = self.msg_size(subject, hdr, data)
         entry = self._new_entry(sm, size)
         self._index(seq, entry, size)
@@ -789,10 +795,17 @@ class IndexedStore:
         return heapq.merge(*runs)
 
     def next_seq(self, start_seq: int, filter: str | None = None) -> int | None:
-        if not self._live:
+        live = self._live
+        if not live:
             return None
         start = max(start_seq, 1)
         f = _compile(filter)
+        # Fast path (a consumer reading on): the start sequence itself is live and matches.
+        e = live.get(start)
+        if e is not None:
+            kind = f.kind
+            if kind == _ALL or (e.subject == f.text if kind == _LIT else f.match(e.subject)):
+                return start
         if f.kind == _ALL:
             for q in self._seqs.irange(minimum=start):
                 return q
@@ -800,7 +813,6 @@ class IndexedStore:
         if f.kind == _LIT:
             return self._subject_next(f.text, start) or None  # type: ignore[arg-type]
         # wildcard: short linear probe, then the per-subject index
-        live = self._live
         n = 0
         for q in self._seqs.irange(minimum=start):
             if f.match(live[q].subject):
@@ -819,6 +831,13 @@ class IndexedStore:
         return best or None
 
     def load_next(self, start_seq: int, filter: str | None = None) -> StoredMessage | None:
+        # Fast path, as in next_seq: the start sequence itself is live and matches.
+        e = self._live.get(start_seq)
+        if e is not None:
+            f = _compile(filter)
+            kind = f.kind
+            if kind == _ALL or (e.subject == f.text if kind == _LIT else f.match(e.subject)):
+                return self._fetch(start_seq, e)
         q = self.next_seq(start_seq, filter)
         return None if q is None else self.load(q)
 

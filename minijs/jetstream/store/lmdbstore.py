@@ -20,7 +20,9 @@ Writes are grouped: :meth:`store_msg`, :meth:`remove`, purges and metadata chang
 in-memory index at once and are buffered; :meth:`flush` commits all of them in ONE write
 transaction (``sync=True``: fsync on commit, so a flushed message survives ``kill -9``). Reads
 always see buffered writes (buffered messages are served from the buffer; removed-but-unflushed
-ones are already gone from the index). The stream sends pub acks only after ``flush()``.
+ones are already gone from the index). The stream sends pub acks only after ``flush()``. The
+last few MiB of committed messages stay in memory too (``RECENT_CACHE_BYTES``), so consumers that
+keep up with their publishers do not read them back from LMDB.
 
 Map size: starts at ``map_size`` (address space only; the file grows with the data) and doubles
 on ``MapFullError``, retrying the commit.
@@ -47,15 +49,22 @@ from minijs.jetstream.store.base import (
     StoreClosedError,
     StoredMessage,
     file_msg_size,
+    new_stored_message,
 )
 
 __all__ = ["LmdbStore", "DEFAULT_MAP_SIZE"]
 
 DEFAULT_MAP_SIZE = 1 << 30  # 1 GiB of address space; grows on demand
+#: Committed messages stay readable from memory until this many bytes (``fileStoreMsgSize``)
+#: were written after them, roughly: a consumer keeping up with its publishers reads what was
+#: just stored without an LMDB read and a decode (nats-server's file store likewise serves
+#: recent messages from the cache of its last block).
+RECENT_CACHE_BYTES = 8 << 20
 _NS = 1_000_000_000
 _KEY = struct.Struct(">Q")
 _pack_key = _KEY.pack
 _unpack_key = _KEY.unpack
+_unpackb = msgpack.unpackb
 _STATE_KEY = b"state"
 _STATE_VERSION = 1
 _MISSING = object()
@@ -81,7 +90,7 @@ class LmdbStore(IndexedStore):
     msg_size = staticmethod(file_msg_size)
 
     def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE,
-                 sync: bool = True) -> None:
+                 sync: bool = True, recent_cache_bytes: int = RECENT_CACHE_BYTES) -> None:
         super().__init__()
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
@@ -99,7 +108,13 @@ class LmdbStore(IndexedStore):
         self._pending_del: set[int] = set()
         self._drop_below = 0  # delete every key < this
         self._pending_meta: dict[str, bytes | None] = {}
+        self._pending_bytes = 0  # size of the messages in _pending
         self._dirty = False
+        # committed messages still in memory (see RECENT_CACHE_BYTES); _recent_bytes counts
+        # what was added since the cache was last emptied, removed messages included
+        self._recent: dict[int, StoredMessage] = {}
+        self._recent_bytes = 0
+        self._recent_max = recent_cache_bytes
         self.flushes = 0  #: number of committed write transactions (for tests/metrics)
         self._recover()
 
@@ -147,6 +162,7 @@ class LmdbStore(IndexedStore):
     # -- IndexedStore hooks ----------------------------------------------------------------
     def _new_entry(self, sm: StoredMessage, size: int) -> _Entry:
         self._pending[sm.seq] = sm
+        self._pending_bytes += size
         self._dirty = True
         return _Entry(sm.subject, sm.ts, sm.ttl, size)
 
@@ -154,16 +170,24 @@ class LmdbStore(IndexedStore):
         return entry.size
 
     def _fetch(self, seq: int, entry: _Entry) -> StoredMessage | None:
+        sm = self._recent.get(seq)
+        if sm is not None:
+            return sm
         sm = self._pending.get(seq)
         if sm is not None:
             return sm
-        raw = self._reader().get(_pack_key(seq), db=self._db_msgs)
+        txn = self._rtxn
+        if txn is None:
+            txn = self._reader()
+        raw = txn.get(_pack_key(seq), db=self._db_msgs)
         if raw is None:  # pragma: no cover - index and data disagree
             return None
-        _subject, hdr, data, ts, ttl = msgpack.unpackb(raw)
-        return StoredMessage(seq, entry.subject, hdr, data, ts, ttl)
+        _subject, hdr, data, ts, ttl = _unpackb(raw)
+        return new_stored_message(StoredMessage, (seq, entry.subject, hdr, data, ts, ttl))
 
     def _on_remove(self, seq: int) -> None:
+        if self._recent:
+            self._recent.pop(seq, None)
         if self._pending.pop(seq, None) is None:
             self._pending_del.add(seq)
         self._dirty = True  # first_seq/"touched" changed even if nothing reaches the disk
@@ -180,6 +204,8 @@ class LmdbStore(IndexedStore):
                 gone.append(s)
             for s in gone:
                 del pending[s]
+        if self._recent:
+            self._recent = {s: sm for s, sm in self._recent.items() if s >= seq}
         if self._pending_del:
             self._pending_del = {s for s in self._pending_del if s >= seq}
         self._dirty = True
@@ -257,6 +283,17 @@ class LmdbStore(IndexedStore):
                 break
             except lmdb.MapFullError:
                 self._grow()
+        if self._pending and self._recent_max > 0:
+            self._recent_bytes += self._pending_bytes
+            if self._recent_bytes > self._recent_max:
+                # Start over with this batch (cheaper than tracking every message's size).
+                if self._pending_bytes > self._recent_max:
+                    self._recent, self._recent_bytes = {}, 0
+                else:
+                    self._recent, self._recent_bytes = self._pending, self._pending_bytes
+            else:
+                self._recent.update(self._pending)
+        self._pending_bytes = 0
         self._pending = {}
         self._pending_del = set()
         self._drop_below = 0
@@ -314,6 +351,7 @@ class LmdbStore(IndexedStore):
             self.flush()
         finally:
             self._drop_reader()
+            self._recent = {}
             self._closed = True
             try:
                 self._env.sync(True)
@@ -328,6 +366,7 @@ class LmdbStore(IndexedStore):
         self._pending = {}
         self._pending_del = set()
         self._pending_meta = {}
+        self._recent = {}
         shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> "LmdbStore":
