@@ -4,13 +4,14 @@ unacked messages are redelivered once their ack wait has passed, ephemerals of f
 back until their inactivity threshold removes them, ``mem_storage`` consumers do not."""
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from conformance.helpers import SpawnFn
 from conformance.jshelpers import JsClient, unique_name, wait_for
-from conformance.test_js_consumer_pull import ack_fields, pull
+from conformance.test_js_consumer_pull import Inbox, ack_fields, pull
 
 S = 1_000_000_000
 
@@ -130,3 +131,67 @@ def test_js_consumer_state_deleted_consumer_stays_deleted(target: str, spawn: Sp
     # was created is still pending.
     assert info["num_pending"] == 1 and info["delivered"] == {"consumer_seq": 0, "stream_seq": 0}
     js.close()
+
+
+def test_js_consumer_state_last_per_subject_after_restart(target: str, spawn: SpawnFn,
+                                                          tmp_path: Path) -> None:
+    """A ``last_per_subject`` consumer keeps only its position across a restart: nats-server
+    does not keep the list of per-subject start messages, so after the restart it counts
+    pending as the subjects whose last message is still ahead and delivers every message from
+    its position on."""
+    start = restartable(spawn, tmp_path)
+    srv = start()
+    js = JsClient.connect(srv)
+    name = unique_name()
+    p = name.lower()
+    for i, subj in enumerate(["a", "b", "a", "c", "c"]):
+        if i == 0:
+            js.create(name, subjects=[f"{p}.>"])
+        js.pub_ok(f"{p}.{subj}", f"m{i + 1}")
+    consumer(js, name, "d", durable_name="d", ack_policy="explicit",
+             deliver_policy="last_per_subject", filter_subject=f"{p}.>")
+    nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.d"
+    assert js.api(f"CONSUMER.INFO.{name}.d")["num_pending"] == 3
+    [m] = pull(js, nxt, {"batch": 1}, count=1)
+    assert (m.subject, m.data) == (f"{p}.b", b"m2")
+    js.request(m.reply, b"+ACK")
+    assert js.api(f"CONSUMER.INFO.{name}.d")["num_pending"] == 2
+    js.close()
+    srv.stop()
+
+    srv = start()
+    js = JsClient.connect(srv)
+    after = js.api(f"CONSUMER.INFO.{name}.d")
+    assert (after["num_pending"], after["delivered"]["stream_seq"]) == (2, 2)
+    got = pull(js, nxt, {"batch": 5, "no_wait": True})
+    assert [(m.subject, m.data) for m in got[:-1]] == [
+        (f"{p}.a", b"m3"), (f"{p}.c", b"m4"), (f"{p}.c", b"m5")]
+    assert got[-1].status == "404 No Messages"
+    assert js.api(f"CONSUMER.INFO.{name}.d")["num_pending"] == 0
+    js.close()
+    srv.stop()
+
+
+def test_js_consumer_shutdown_ends_waiting_pulls(target: str, spawn: SpawnFn,
+                                                 tmp_path: Path) -> None:
+    """A graceful shutdown tells every waiting pull request ``409 Server Shutdown`` with what
+    it still wanted, before the connection closes."""
+    srv = restartable(spawn, tmp_path)()
+    js = JsClient.connect(srv)
+    name = unique_name()
+    js.create(name, subjects=[f"{name.lower()}.>"], storage="memory")
+    consumer(js, name, "d", durable_name="d", ack_policy="explicit")
+    nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.d"
+    inboxes = [Inbox(js), Inbox(js)]
+    js.send(nxt, {"batch": 3, "expires": 60 * S}, reply=inboxes[0].subject)
+    js.send(nxt, {"batch": 2, "max_bytes": 500, "expires": 60 * S}, reply=inboxes[1].subject)
+    wait_for(lambda: js.api(f"CONSUMER.INFO.{name}.d")["num_waiting"] == 2)
+    srv.proc.send_signal(signal.SIGTERM)  # the client stays connected to read what comes
+    frames = [inbox.next(5.0) for inbox in inboxes]
+    assert [m.header for m in frames] == [
+        b"NATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 3\r\n"
+        b"Nats-Pending-Bytes: 0\r\n\r\n",
+        b"NATS/1.0 409 Server Shutdown\r\nNats-Pending-Messages: 2\r\n"
+        b"Nats-Pending-Bytes: 500\r\n\r\n"]
+    js.close()
+    srv.stop()

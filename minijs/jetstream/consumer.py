@@ -363,6 +363,15 @@ class Consumer:
         if persisted:
             self._drop_state()
 
+    def signal_shutdown(self) -> None:
+        """Server shutdown (``signalPullConsumers``): each waiting request's reply subject
+        hears ``409 Server Shutdown`` with what it still wanted (once per subject)."""
+        told: set[bytes] = set()
+        for wr in self.waiting:
+            if wr.reply not in told:
+                told.add(wr.reply)
+                self._send(wr.reply, _status(409, "Server Shutdown", wr.pending_headers()))
+
     def stop(self) -> None:
         """Release timers and the ack subscription silently (server shutdown: state not yet
         written is written now, the stream's close commits it)."""
@@ -766,6 +775,9 @@ class Consumer:
         return sum(1 for dc in self.rdc.values() if dc > 1)
 
     def info(self, *, dynamic_metadata: bool = True) -> dict:
+        # Like nats-server's processWaiting, reporting drops requests nobody listens to.
+        if self.waiting:
+            self._prune_waiting()
         return C.consumer_info_dict(
             stream_name=self.stream.name,
             name=self.name,
@@ -919,12 +931,14 @@ class Consumer:
             return
         has_interest = self.server.sublist.has_interest
         waiting = self.waiting
-        pinned = self.config.priority_policy == "pinned_client"
-        prioritized = self.config.priority_policy == "prioritized"
+        policy = self.config.priority_policy
+        plain = policy == "none"
+        pinned = policy == "pinned_client"
+        prioritized = policy == "prioritized"
         while waiting and not self.closed:
-            head = waiting[0]
-            if not has_interest(head.reply):
-                self._finish(head)
+            wr = waiting[0]
+            if not has_interest(wr.reply):
+                self._finish(wr)
                 continue
             nxt = self._peek()
             if nxt is None:
@@ -932,10 +946,20 @@ class Consumer:
             sm, dc = nxt
             subject = sm.subject.encode()
             hdr, data = self._payload(sm)
-            chosen = self._next_waiting(sm, dc, subject, hdr, data)
-            if chosen is None:
-                break
-            wr, size = chosen
+            size = 0
+            if plain:
+                # The head request takes it (its interest was just checked), budget allowing.
+                if wr.b > 0:
+                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
+                    size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                    if size > wr.b:
+                        self._end_head(wr, 409, "Message Size Exceeds MaxBytes")
+                        continue
+            else:
+                chosen = self._next_waiting(sm, dc, subject, hdr, data)
+                if chosen is None:
+                    break
+                wr, size = chosen
             if self._replay and self._lts and self._replay_wait(sm.ts):
                 break
             if wr.b > 0:
@@ -976,7 +1000,7 @@ class Consumer:
 
     def _pending_after(self, dc: int) -> int:
         n = self.num_pending()
-        return n if dc > 1 else n - 1
+        return n if dc > 1 or n == 0 else n - 1
 
     def _next_waiting(self, sm: StoredMessage, dc: int, subject: bytes, hdr: bytes | None,
                       data: bytes) -> tuple[PullRequest, int] | None:
@@ -1074,7 +1098,15 @@ class Consumer:
                 self._lps.popleft()
             self.sseq = max(self.sseq, self._lps_resume)
             self._npc_valid = False
-        return self._next_new(store)
+        # _next_new(store), its one-filter and no-filter cases inlined
+        filters = self.filters
+        if not filters:
+            sm = store.load_next(self.sseq)
+        elif len(filters) == 1:
+            sm = store.load_next(self.sseq, filters[0])
+        else:
+            return self._next_new(store)
+        return None if sm is None else (sm, 1)
 
     def _next_new(self, store: Any) -> tuple[StoredMessage, int] | None:
         if not self.filters:
@@ -1089,7 +1121,7 @@ class Consumer:
         return sm, 1
 
     def _ack_subject(self, dc: int, sm: StoredMessage, dseq: int, pending: int) -> bytes:
-        return (f"{self._ack_prefix}{dc}.{sm.seq}.{dseq}.{sm.ts}.{pending}").encode()
+        return f"{self._ack_prefix}{dc}.{sm.seq}.{dseq}.{sm.ts}.{pending}".encode()
 
     def _deliver(self, reply: bytes, subject: bytes, hdr: bytes | None, data: bytes,
                  sm: StoredMessage, dc: int) -> None:
@@ -1097,7 +1129,7 @@ class Consumer:
         now = self.clock.time_ns()
         seq = sm.seq
         dseq = self.dseq
-        self.dseq += 1
+        self.dseq = dseq + 1
         self._lts = sm.ts
         self._replay_pass = False
         if dc > 1:
@@ -1111,11 +1143,13 @@ class Consumer:
                 self.sseq = self._lps[0]
         else:
             self.sseq = seq + 1
-            if self._npc_valid:
+            if self._npc_valid and self._npc > 0:
                 self._npc -= 1
-        pending = self.num_pending()
+        # num_pending() without the call in the common case (a valid count, no lps list).
+        pending = self._npc if self._npc_valid and not self._lps else self.num_pending()
         self.delivered_at = now
-        policy = self.config.ack_policy
+        cfg = self.config
+        policy = cfg.ack_policy
         if policy == "none":
             self.adflr, self.asflr = dseq, seq
         else:
@@ -1123,17 +1157,30 @@ class Consumer:
             # timestamp is nats-server's Pending.Timestamp (delivery, WPI or NAK-delay time).
             # A redelivery keeps the original consumer sequence (nats-server trackPending):
             # the ack floor moves by it.
-            p = self.pending.get(seq) if dc > 1 else None
-            if p is not None:
-                p[1] = now + self._ack_wait(dc)
-                p[2] = now
+            backoff = cfg.backoff
+            if backoff:  # _ack_wait(dc), inlined
+                deadline = now + backoff[min(dc - 1, len(backoff) - 1)]
             else:
-                self.pending[seq] = [dseq, now + self._ack_wait(dc), now]
-            self.rdc[seq] = dc
-            self._arm_ack_timer(self.pending[seq][1])
+                deadline = now + (cfg.ack_wait or C.DEFAULT_ACK_WAIT)
+            if dc > 1:
+                p = self.pending.get(seq)
+                if p is not None:
+                    p[1] = deadline
+                    p[2] = now
+                else:
+                    self.pending[seq] = [dseq, deadline, now]
+                self.rdc[seq] = dc
+            else:
+                self.pending[seq] = [dseq, deadline, now]
+                # A first delivery counts 1, which is what rdc.get(seq, 1) answers: no entry.
+                if self.rdc:
+                    self.rdc.pop(seq, None)
+            if self._ack_timer is None or self._ack_timer_at > deadline:
+                self._arm_ack_timer(deadline)
         if self._persist and not self._save_scheduled:
             self._schedule_save()
-        ack = self._ack_subject(dc, sm, dseq, pending)
+        # _ack_subject(dc, sm, dseq, pending), inlined
+        ack = f"{self._ack_prefix}{dc}.{seq}.{dseq}.{sm.ts}.{pending}".encode()
         deliver_as(self.server, reply, subject, ack, hdr, data)
         if policy == "none" and self.stream.config.retention != "limits":
             self._maybe_remove(seq, sm.subject)
@@ -1255,6 +1302,11 @@ class Consumer:
         except ValueError:
             return
         self._last_request = self.clock.monotonic()
+        if not payload:  # nats-py's msg.ack(): an empty body
+            self._ack(sseq, dseq, dc)
+            if reply:
+                self.server.publish(reply, None, None, b"")
+            return
         body = payload.strip()
         nxt: bytes | None = None
         if body in (b"", b"+ACK", b"+OK") or body.startswith(b"+ACK "):
@@ -1294,30 +1346,47 @@ class Consumer:
             self._changed()
             self._after_acks(done)
             return
-        p = self.pending.pop(sseq, None)
+        pending = self.pending
+        p = pending.pop(sseq, None)
         if p is None:
             return
         if sample_dc and self._sfreq > 0:
             self._sample_ack(sseq, dseq, sample_dc, p[2])
-        self.rdc.pop(sseq, None)
-        if sseq in self.rdq:
+        if self.rdc:
+            self.rdc.pop(sseq, None)
+        if self.rdq and sseq in self.rdq:
             self.rdq.remove(sseq)
         self.acked_at = self.clock.time_ns()
-        self._advance_floor(p[0], sseq)
-        self._changed()
-        self._after_acks([sseq])
+        # _advance_floor(p[0], sseq), with its most common case inlined: in-order acks, the
+        # acked delivery right above the floor and the next sequence still pending.
+        if pending and p[0] == self.adflr + 1 and (nxt := pending.get(sseq + 1)) is not None:
+            self.adflr, self.asflr = nxt[0] - 1, sseq
+        else:
+            self._advance_floor(p[0], sseq)
+        if self._persist and not self._save_scheduled:  # _changed()
+            self._schedule_save()
+        if self.stream.config.retention == "limits":  # _after_acks() has nothing to remove
+            self._wake()
+        else:
+            self._after_acks((sseq,))
 
     def _advance_floor(self, dseq: int, sseq: int) -> None:
         """nats-server's floor rule: everything acked → floor at the delivery position; else
         move only when the acked delivery is the one right after the floor."""
-        if not self.pending:
+        pending = self.pending
+        if not pending:
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
         elif dseq == self.adflr + 1:
+            # The oldest still-pending message above the acked one: in the common in-order
+            # case the very next sequence, found without a scan.
+            p = pending.get(sseq + 1)
+            if p is not None:
+                self.adflr, self.asflr = p[0] - 1, sseq
+                return
             self.adflr, self.asflr = dseq, sseq
-            # The oldest still-pending message above the acked one (dicts keep delivery
-            # order, so in the common in-order case the first key answers at once).
+            # Else scan (dicts keep delivery order: usually the first keys answer).
             nxt = 0
-            for s in self.pending:
+            for s in pending:
                 if s > sseq and (nxt == 0 or s < nxt):
                     nxt = s
                     if s == sseq + 1:
@@ -1325,7 +1394,7 @@ class Consumer:
             if nxt:
                 self.adflr, self.asflr = self.pending[nxt][0] - 1, nxt - 1
 
-    def _after_acks(self, seqs: list[int]) -> None:
+    def _after_acks(self, seqs: list[int] | tuple[int, ...]) -> None:
         """Retention: work queues drop acked messages; interest streams drop those no consumer
         still needs. Then freed ack-pending room may let deliveries resume."""
         retention = self.stream.config.retention
@@ -1515,16 +1584,15 @@ class Consumer:
         """Buffer the state document in the store metadata (committed by the next flush)."""
         if not self._cfg_json:
             self._cfg_json = json.dumps(dataclasses.asdict(self.config), separators=(",", ":"))
-        state = {
-            "dseq": self.dseq, "sseq": self.sseq, "adflr": self.adflr, "asflr": self.asflr,
-            "pending": [[s, p[0], p[2]] for s, p in self.pending.items()],
-            "rdc": [[s, dc] for s, dc in self.rdc.items() if dc > 1],
-        }
-        if self._lps:
-            state["lps"] = list(self._lps)
-            state["lps_resume"] = self._lps_resume
+        # The same JSON as json.dumps of {"dseq", "sseq", "adflr", "asflr", "pending": [[seq,
+        # dseq, ts], ...], "rdc": [[seq, count], ...]}, written by hand:
+        # this runs once per event-loop turn with deliveries or acks, and every value is an int.
+        pending = ",".join([f"[{s},{p[0]},{p[2]}]" for s, p in self.pending.items()])
+        rdc = ",".join([f"[{s},{dc}]" for s, dc in self.rdc.items() if dc > 1])
+        state = (f'{{"dseq":{self.dseq},"sseq":{self.sseq},"adflr":{self.adflr},'
+                 f'"asflr":{self.asflr},"pending":[{pending}],"rdc":[{rdc}]')
         doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(self.name)},"created":{self.created},'
-               f'"config":{self._cfg_json},"state":{json.dumps(state, separators=(",", ":"))}}}')
+               f'"config":{self._cfg_json},"state":{state}}}}}')
         self.stream.store.put_meta(STATE_PREFIX + self.name, doc.encode())
 
     def _drop_state(self) -> None:
@@ -1549,8 +1617,10 @@ class Consumer:
         st = doc["state"]
         consumer.dseq, consumer.sseq = int(st["dseq"]), int(st["sseq"])
         consumer.adflr, consumer.asflr = int(st["adflr"]), int(st["asflr"])
-        consumer._lps = deque(st.get("lps", ()))
-        consumer._lps_resume = int(st.get("lps_resume", 0))
+        # nats-server keeps no last-per-subject start list: delivery resumes as for a plain
+        # consumer from the position, and pending is counted once as the subjects whose last
+        # message is still ahead (calculateNumPending), then kept up by deliveries and stores.
+        consumer._lps = deque()
         rdc = {int(s): int(dc) for s, dc in st.get("rdc", ())}
         last = stream.store.last_seq
         rdc = {s: dc for s, dc in rdc.items() if consumer.asflr <= s <= last}
@@ -1563,6 +1633,10 @@ class Consumer:
         consumer.pending = pending
         consumer.rdc = rdc
         consumer._npc_valid = False
+        if cfg.deliver_policy == "last_per_subject" and stream.store.msgs:
+            lasts = stream.store.multi_last_seqs(consumer.filters or [">"])
+            consumer._npc = sum(1 for q in lasts if q >= consumer.sseq)
+            consumer._npc_valid = True
         if pending and cfg.ack_policy != "none":
             # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).
             delay = 0.5 + random.randrange(1000) / 1000

@@ -76,6 +76,9 @@ class JetStream:
         if self._sync_timer is not None:
             self._sync_timer.cancel()
             self._sync_timer = None
+        for stream in self.streams.values():
+            for consumer in stream.consumers.values():
+                consumer.signal_shutdown()
         if self.api is not None:
             self.api.stop()
         for stream in list(self.streams.values()):
