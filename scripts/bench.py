@@ -610,8 +610,8 @@ def report(figures: list[Figure], results: dict[str, dict[str, Result]],
                     f" (nats-server {fmt_cpu(real)})" if fmt_cpu(real) != "-" else ""))
         met = len(cpu) - len(missed)
         verdict = "met" if not missed else "MISSED"
-        lines.append(f"goal: minijs server CPU < {GOAL_CPU_US:g} us/msg: {verdict} on "
-                     f"{met}/{len(cpu)} figures" + (f"; over: {'; '.join(missed)}" if missed
+        lines.append(f"goal: minijs server CPU < {GOAL_CPU_US:g} us/msg: {verdict} (met on "
+                     f"{met}/{len(cpu)} figures)" + (f"; over: {'; '.join(missed)}" if missed
                                                    else ""))
     else:
         lines.append(f"goal: minijs server CPU < {GOAL_CPU_US:g} us/msg: not measured")
@@ -625,8 +625,8 @@ def report(figures: list[Figure], results: dict[str, dict[str, Result]],
     if ratios:
         missed = [f"{f.title} {r:.2f}" for f, r in ratios if r < GOAL_CONSUME_RATIO]
         verdict = "met" if not missed else "MISSED"
-        lines.append(f"goal: pull consume >= {GOAL_CONSUME_RATIO:g}x nats-server: {verdict} on "
-                     f"{len(ratios) - len(missed)}/{len(ratios)} figures"
+        lines.append(f"goal: pull consume >= {GOAL_CONSUME_RATIO:g}x nats-server: {verdict} (met "
+                     f"on {len(ratios) - len(missed)}/{len(ratios)} figures)"
                      + (f"; under: {'; '.join(missed)}" if missed else ""))
     return "\n".join(lines)
 
