@@ -13,21 +13,12 @@ import pytest
 from minijs.clock import VirtualClock
 from minijs.jetstream.consumer import PriorityGroup, parse_next_request
 
-from jsapi import api
+from jsapi import api, pull_consumer
 
 S = 1_000_000_000
 
 
-async def setup(nc: Any, msgs: int = 1, **config: Any) -> Any:
-    out = await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "storage": "memory"})
-    assert "error" not in out, out
-    for i in range(msgs):
-        await nc.request("s.m", b"m%d" % i, timeout=5)
-    config.setdefault("ack_policy", "explicit")
-    out = await api(nc, "CONSUMER.CREATE.S.c",
-                    {"stream_name": "S", "config": {"durable_name": "c", **config}})
-    assert "error" not in out, out
-    return await nc.subscribe("pull.>")
+setup = pull_consumer
 
 
 async def next_msg(sub: Any) -> Any:

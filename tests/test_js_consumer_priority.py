@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from jsapi import api
+from jsapi import api, pull_consumer
 
 from minijs.clock import VirtualClock
 
@@ -16,16 +16,7 @@ S = 1_000_000_000
 NEXT = "$JS.API.CONSUMER.MSG.NEXT.S.c"
 
 
-async def setup(nc: Any, msgs: int = 1, **config: Any) -> Any:
-    out = await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"], "storage": "memory"})
-    assert "error" not in out, out
-    for i in range(msgs):
-        await nc.request("s.m", b"m%d" % i, timeout=5)
-    config.setdefault("ack_policy", "explicit")
-    out = await api(nc, "CONSUMER.CREATE.S.c",
-                    {"stream_name": "S", "config": {"durable_name": "c", **config}})
-    assert "error" not in out, out
-    return await nc.subscribe("pull.>")
+setup = pull_consumer
 
 
 async def settle(nc: Any) -> None:
