@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
 
 if TYPE_CHECKING:
-    from minijs.server import Server
+    from minijs.core.router import Router
 
 #: How long a client may take to send its request head before it is dropped.
 REQUEST_TIMEOUT = 10.0
@@ -39,9 +39,9 @@ class MonitorError(OSError):
 
 
 class Monitor:
-    """nats-server's monitoring HTTP endpoint for one :class:`~minijs.server.Server`."""
+    """nats-server's monitoring HTTP endpoint for one server (read through its router)."""
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: "Router") -> None:
         self.server = server
         config = server.config
         self.host = config.http_host or config.host

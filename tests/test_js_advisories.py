@@ -25,7 +25,7 @@ class FakeClock:
 class FakeServer:
     def __init__(self, interest: bool, **config: object) -> None:
         self.interest = interest
-        self.sublist = SimpleNamespace(has_interest=lambda subj: self.interest)
+        self.has_interest = lambda subj: self.interest
         self.clock = FakeClock()
         self.server_name = "NTEST"
         self.config = SimpleNamespace(token=config.get("token"), user=config.get("user"))

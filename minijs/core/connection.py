@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from minijs.core.subjects import is_valid_literal_subject, is_valid_subject
 from minijs.core.sublist import Subscription
@@ -22,8 +22,29 @@ from minijs.protocol.parser import (
     OP_UNSUB, Parser,
 )
 
-if TYPE_CHECKING:
-    from minijs.server import Server
+
+
+class ConnectionOwner(Protocol):
+    """What a connection needs from the router that accepted it."""
+
+    config: Any
+    clock: Any
+    log: Any
+    stats: Any
+    connections: dict
+    jetstream: Any
+
+    def register(self, conn: "Connection") -> int: ...
+    def unregister(self, conn: "Connection") -> None: ...
+    def info_fields(self, conn: "Connection | None" = None, *, connect_info: bool = False
+                    ) -> dict[str, Any]: ...
+    def mark_dirty(self, conn: "Connection") -> None: ...
+    def flush_soon(self) -> None: ...
+    def end_of_input(self) -> None: ...
+    def add_subscription(self, sub: Subscription) -> None: ...
+    def remove_subscription(self, sub: Subscription) -> None: ...
+    def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                payload: bytes, origin: "Connection | None" = None) -> int: ...
 
 #: Queued output above this size is written at once rather than at the end of the turn.
 EARLY_WRITE_SIZE = 4096
@@ -50,7 +71,7 @@ RESERVED_QUEUE = b"_sys_"
 class Connection(asyncio.Protocol):
     """A client connection. One event loop owns it; nothing here blocks or takes a lock."""
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: ConnectionOwner) -> None:
         self.server = server
         config = server.config
         self.cid = 0
@@ -230,7 +251,7 @@ class Connection(asyncio.Protocol):
         server.log.debug(self._log_prefix() + "Client connection closed")
         for sub in self.subs.values():
             sub.closed = True
-            server.sublist.remove(sub)
+            server.remove_subscription(sub)
         self.subs.clear()
         server.unregister(self)
 

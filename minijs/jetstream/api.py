@@ -5,7 +5,7 @@ handler (an exact token count, as nats-server's per-endpoint subscriptions do: a
 names no endpoint gets no reply at all). Each handler returns the reply fields or raises
 :class:`~minijs.jetstream.errors.ApiError`; the dispatcher wraps them in the
 ``{"type": "io.nats.jetstream.api.v1.<x>_response", ...}`` envelope, counts ``api.total`` /
-``api.errors`` and publishes the reply. Reference: ``/work/shared/reference/jetstream-api.md``.
+``api.errors`` and publishes the reply.
 
 ``DIRECT.GET`` and ``CONSUMER.MSG.NEXT`` answer with raw messages or status headers instead of
 JSON; when nothing serves them the requester gets the core 503, as from nats-server where
@@ -13,12 +13,13 @@ those subjects are served by per-stream/per-consumer subscriptions.
 """
 from __future__ import annotations
 
-import secrets
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.core import subjects as _subjects
 from minijs.jetstream import configs as C
+from minijs.jetstream.advisory import new_id
+from minijs.jetstream.consumer_api import ConsumerApi
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
@@ -72,6 +73,7 @@ class JetStreamApi:
         self.js = js
         self.server = js.server
         self._sub: Any = None
+        self.consumers = ConsumerApi(js, self)
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -181,10 +183,7 @@ class JetStreamApi:
 
     def js_consumer_route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
         """Consumer endpoints: served by :class:`~minijs.jetstream.consumer_api.ConsumerApi`."""
-        consumers = getattr(self.js, "consumer_api", None)
-        if consumers is not None:
-            return consumers.route(t)
-        return None
+        return self.consumers.route(t)
 
     # ------------------------------------------------------------------ account
 
@@ -224,7 +223,7 @@ class JetStreamApi:
         else:
             self._check_overlap(cfg)
             stream = self.js.create_stream(cfg)
-            self.advise_stream(stream.name, "create")
+            self.js.advisories.stream_action(stream.name, "create")
         info = stream.info_json(cluster=False)
         info["did_create"] = True
         return info
@@ -240,7 +239,7 @@ class JetStreamApi:
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
         stream.update(cfg)
-        self.advise_stream(stream.name, "modify")
+        self.js.advisories.stream_action(stream.name, "modify")
         return stream.info_json(cluster=False)
 
     def stream_info(self, payload: bytes, name: str) -> dict:
@@ -269,7 +268,7 @@ class JetStreamApi:
             raise E.not_empty_request()
         stream = self._stream(name)
         self.js.delete_stream(stream)
-        self.advise_stream(name, "delete")
+        self.js.advisories.stream_action(name, "delete")
         return {"success": True}
 
     def stream_purge(self, payload: bytes, name: str) -> dict:
@@ -382,23 +381,13 @@ class JetStreamApi:
     def no_responders(self, subject: bytes, reply: bytes | None, origin: Any) -> None:
         """What a requester sees when no per-stream/consumer subscription would serve it."""
         if reply and origin is not None and getattr(origin, "no_responders", False):
-            self.server._no_responders(subject, reply, origin)
+            self.server.no_responders(subject, reply, origin)
 
     # ------------------------------------------------------------------ advisories
 
-    def advise(self, subject: str, event_type: str, fields: dict) -> None:
-        """Publish an advisory, only when something listens (as nats-server does)."""
-        subj = subject.encode()
-        if not self.server.sublist.has_interest(subj):
-            return
-        body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
-                "timestamp": J.go_time(self.server.clock.time_ns())}
-        body.update(fields)
-        self.server.publish(subj, None, None, J.dumps(body))
-
     def audit(self, subject: bytes, request: bytes, response: bytes, origin: Any) -> None:
         """The ``api_audit`` advisory nats-server publishes after answering an API request."""
-        if not self.server.sublist.has_interest(AUDIT_SUBJECT):
+        if not self.server.has_interest(AUDIT_SUBJECT):
             return
         server = self.server
         body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": new_id(),
@@ -452,19 +441,6 @@ class JetStreamApi:
         ci["kind"] = "Client"
         ci["client_type"] = "nats"
         return ci
-
-    def advise_stream(self, name: str, action: str) -> None:
-        what = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
-        self.advise(f"$JS.EVENT.ADVISORY.STREAM.{what}.{name}", "advisory.v1.stream_action",
-                    {"stream": name, "action": action})
-
-
-_NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-def new_id(n: int = 22) -> str:
-    """A NUID-shaped random id (22 base-62 characters)."""
-    return "".join(secrets.choice(_NUID_ALPHABET) for _ in range(n))
 
 
 #: Non-omitempty fields that nats-server still emits next to ``error``.

@@ -2,8 +2,8 @@
 
 Behaviour follows nats-server v2.15.1 (``checkStreamCfg``, ``configUpdateCheck``,
 ``jsStreamCreateRequest``/``jsStreamUpdateRequest``, ``setStaticStreamMetadata``), with every
-text verified against the real binary where reachable on a single server (see
-``tests/test_js_configs.py``; reference: ``/work/shared/reference/jetstream-api.md`` §3, §7).
+text verified against the real binary where reachable on a single server (pinned by
+minijs's own test suite).
 
 How the API layer is expected to use this module::
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from minijs.jetstream import consumer_config as C
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.advisory import new_id
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 from minijs.protocol import wire
 
@@ -181,42 +182,6 @@ def parse_next_request(payload: bytes) -> NextRequest:
 
 def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) -> bytes:
     return wire.status_header(code, text, pairs)
-
-
-def deliver_as(server: Any, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
-               data: bytes) -> int:
-    """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
-    consumer deliveries keep the stored subject (behavior §3.2), which a plain publish cannot
-    express. Returns the number of receivers."""
-    result = server.sublist.match(target)
-    groups = result.groups
-    delivered = 0
-    for sub in result.plain:
-        if sub.closed:
-            continue
-        conn = sub.conn
-        if conn is None:
-            sub.callback(sub, subject, reply, hdr, data, None)
-        else:
-            conn.deliver(sub, subject, reply, hdr, data)
-        delivered += 1
-    if groups:
-        from minijs.server import pick_member
-
-        for members in groups.values():
-            sub = pick_member(members, None)
-            if sub is None:
-                continue
-            if sub.conn is None:
-                sub.callback(sub, subject, reply, hdr, data, None)
-            else:
-                sub.conn.deliver(sub, subject, reply, hdr, data)
-            delivered += 1
-    if delivered:
-        stats = server.stats
-        stats.out_msgs += delivered
-        stats.out_bytes += delivered * (len(data) + (len(hdr) if hdr else 0))
-    return delivered
 
 
 class Consumer:
@@ -528,9 +493,8 @@ class Consumer:
                 self._dtimer = self.clock.call_later((latest + thresh - now) / 1e9,
                                                      self._check_inactive)
                 return
-        consumers = getattr(self.stream.engine, "consumer_api", None)
-        if consumers is not None and self.stream.consumers.get(self.name) is self:
-            consumers.delete_consumer(self.stream, self)
+        if self.stream.consumers.get(self.name) is self:
+            self.stream.remove_consumer(self)
         else:
             self.delete()
 
@@ -559,15 +523,12 @@ class Consumer:
         return changed
 
     def advise_pause(self) -> None:
-        api = getattr(self.stream.engine, "api", None)
-        if api is None:
-            return
         pu = self.config.pause_until
-        api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.{self.stream.name}.{self.name}",
-                   "advisory.v1.consumer_pause",
-                   {"stream": self.stream.name, "consumer": self.name,
-                    "paused": self.is_paused(),
-                    "pause_until": J.go_time(int(pu) if pu else J.ZERO_TIME)})
+        self.stream.engine.advisories.advise(
+            f"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.{self.stream.name}.{self.name}",
+            "advisory.v1.consumer_pause",
+            {"stream": self.stream.name, "consumer": self.name, "paused": self.is_paused(),
+             "pause_until": J.go_time(int(pu) if pu else J.ZERO_TIME)})
 
     def _schedule_unpause(self) -> None:
         if self._pause_timer is not None:
@@ -890,7 +851,7 @@ class Consumer:
 
     def _prune_waiting(self) -> None:
         """Drop requests nobody listens to any more (their reply subject lost interest)."""
-        has_interest = self.server.sublist.has_interest
+        has_interest = self.server.has_interest
         keep: deque[PullRequest] = deque()
         for wr in self.waiting:
             if has_interest(wr.reply):
@@ -929,7 +890,7 @@ class Consumer:
         order for ``prioritized``; the pinned client only for ``pinned_client``)."""
         if self.is_paused():
             return
-        has_interest = self.server.sublist.has_interest
+        has_interest = self.server.has_interest
         waiting = self.waiting
         policy = self.config.priority_policy
         plain = policy == "none"
@@ -1018,7 +979,7 @@ class Consumer:
         waiting = self.waiting
         policy = self.config.priority_policy
         need_pin = policy == "pinned_client" and not self.pin_id
-        has_interest = self.server.sublist.has_interest
+        has_interest = self.server.has_interest
         size = -1
         cycled = 0
         while waiting:
@@ -1181,7 +1142,7 @@ class Consumer:
             self._schedule_save()
         # _ack_subject(dc, sm, dseq, pending), inlined
         ack = f"{self._ack_prefix}{dc}.{seq}.{dseq}.{sm.ts}.{pending}".encode()
-        deliver_as(self.server, reply, subject, ack, hdr, data)
+        self.server.deliver_as(reply, subject, ack, hdr, data)
         if policy == "none" and self.stream.config.retention != "limits":
             self._maybe_remove(seq, sm.subject)
 
@@ -1249,10 +1210,9 @@ class Consumer:
     def _advise(self, what: str, event_type: str, fields: dict) -> None:
         """``$JS.EVENT.ADVISORY.CONSUMER.<what>.<stream>.<consumer>`` (sent only when
         someone listens)."""
-        api = getattr(self.stream.engine, "api", None)
-        if api is not None:
-            api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{self.stream.name}.{self.name}",
-                       event_type, fields)
+        self.stream.engine.advisories.advise(
+            f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{self.stream.name}.{self.name}",
+            event_type, fields)
 
     def _advise_terminated(self, sseq: int, dseq: int, dc: int, reason: bytes) -> None:
         """``MSG_TERMINATED``: nats-server sends it for every +TERM, pending or not."""
@@ -1268,23 +1228,19 @@ class Consumer:
         freq = self._sfreq
         if freq < 100 and random.randrange(100) > freq:
             return
-        api = getattr(self.stream.engine, "api", None)
-        if api is None:
-            return
         now = self.clock.time_ns()
-        api.advise(f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream.name}.{self.name}",
-                   "metric.v1.consumer_ack",
-                   {"stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
-                    "stream_seq": sseq, "ack_time": now - ts, "deliveries": dc})
+        self.stream.engine.advisories.advise(
+            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream.name}.{self.name}",
+            "metric.v1.consumer_ack",
+            {"stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
+             "stream_seq": sseq, "ack_time": now - ts, "deliveries": dc})
 
     def _advise_max_deliveries(self, seq: int, deliveries: int) -> None:
-        api = getattr(self.stream.engine, "api", None)
-        if api is None:
-            return
-        api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{self.stream.name}.{self.name}",
-                   "advisory.v1.max_deliver",
-                   {"stream": self.stream.name, "consumer": self.name, "stream_seq": seq,
-                    "deliveries": deliveries})
+        self.stream.engine.advisories.advise(
+            f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{self.stream.name}.{self.name}",
+            "advisory.v1.max_deliver",
+            {"stream": self.stream.name, "consumer": self.name, "stream_seq": seq,
+             "deliveries": deliveries})
 
     # ------------------------------------------------------------------ acks
 
@@ -1479,7 +1435,6 @@ class Consumer:
         pg = wr.pg
         if pg is None or not pg.group:
             return False
-        from minijs.jetstream.api import new_id
 
         self.pin_id = new_id()
         self.pinned_ts = self.clock.time_ns()

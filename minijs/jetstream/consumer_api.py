@@ -1,5 +1,6 @@
 """The ``$JS.API.CONSUMER.>`` endpoints, plugged into :class:`~minijs.jetstream.api.JetStreamApi`
-through ``js_consumer_route`` (reference ``jetstream-api.md`` §4).
+through ``js_consumer_route``: create, info, names, list, delete, pause, unpin, reset and
+``MSG.NEXT``.
 
 Validation is entirely :mod:`minijs.jetstream.consumer_config` (already byte-exact with
 nats-server); this module sequences those checks the way ``jsConsumerCreateRequest`` does and
@@ -43,13 +44,11 @@ def _is_empty(payload: bytes) -> bool:
 class ConsumerApi:
     """Serves the consumer endpoints of one engine."""
 
-    def __init__(self, js: "JetStream") -> None:
+    def __init__(self, js: "JetStream", api: Any) -> None:
         self.js = js
         self.server = js.server
-
-    @property
-    def api(self) -> Any:
-        return self.js.api
+        #: The ``$JS.API`` dispatcher this serves under (its level check, no-responders path).
+        self.api = api
 
     # ------------------------------------------------------------------ routing
 
@@ -153,34 +152,8 @@ class ConsumerApi:
             raise E.not_empty_request()
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
-        self.delete_consumer(stream, consumer)
+        stream.remove_consumer(consumer)
         return {"success": True}
-
-    def delete_consumer(self, stream: "Stream", consumer: Consumer) -> None:
-        """Remove one consumer; on interest/work-queue streams drop what only it still held."""
-        stream.consumers.pop(consumer.name, None)
-        consumer.delete()
-        if stream.config.retention == "interest":
-            self._sweep_interest(stream)
-        self._advise(stream.name, consumer.name, "delete")
-
-    def _sweep_interest(self, stream: "Stream") -> None:
-        store = stream.store
-        if not store.msgs:
-            return
-        doomed: list[int] = []
-        seq = store.first_seq
-        while True:
-            sm_seq = store.next_seq(seq)
-            if sm_seq is None:
-                break
-            subject = store.subject_for_seq(sm_seq)
-            if subject is not None and not any(c.needs(sm_seq, subject)
-                                               for c in stream.consumers.values()):
-                doomed.append(sm_seq)
-            seq = sm_seq + 1
-        for q in doomed:
-            stream.remove_msg(q, False)
 
     def _offset(self, payload: bytes) -> int:
         if _has_body(payload):
@@ -281,11 +254,5 @@ class ConsumerApi:
 
     # ------------------------------------------------------------------ advisories
 
-    def advise_deleted(self, stream: str, consumer: str) -> None:
-        self._advise(stream, consumer, "delete")
-
     def _advise(self, stream: str, consumer: str, action: str) -> None:
-        what = {"create": "CREATED", "delete": "DELETED"}[action]
-        self.api.advise(f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{stream}.{consumer}",
-                        "advisory.v1.consumer_action",
-                        {"stream": stream, "consumer": consumer, "action": action})
+        self.js.advisories.consumer_action(stream, consumer, action)

@@ -3,8 +3,7 @@
 Behaviour follows nats-server v2.15.1 (``jsConsumerCreateRequest``, ``setConsumerConfigDefaults``,
 ``checkConsumerCfg``, ``addConsumerWithAssignment``, ``checkNewConsumerConfig``,
 ``setStaticConsumerMetadata``); every text was verified against the real binary where reachable
-on a single server (see ``tests/test_js_consumer_config.py``; reference:
-``/work/shared/reference/jetstream-api.md`` §4, §9, §10).
+on a single server (minijs's own test suite pins each one).
 
 How the API layer is expected to use this module for ``CONSUMER.CREATE`` /
 ``CONSUMER.DURABLE.CREATE`` (each step raises :class:`~minijs.jetstream.errors.ApiError`; the

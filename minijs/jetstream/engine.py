@@ -1,8 +1,9 @@
 """The JetStream engine of one server (one account, ``$G``): streams, API counters, recovery.
 
-Attached to :attr:`Server.jetstream` when the server starts with ``jetstream=True`` (``-js``).
-It owns the streams; each stream owns its store and its consumers. The API layer
-(:mod:`minijs.jetstream.api`) translates requests into calls on this object.
+Attached to the server when it starts with ``jetstream=True`` (``-js``). It owns the streams;
+each stream owns its store and its consumers. It is given the server's message bus
+(:class:`~minijs.jetstream.bus.MessageBus`) and knows nothing else of the server; the API layer
+(:mod:`minijs.jetstream.api`), a floor above, translates requests into calls on this object.
 
 Storage: memory streams live in the process. File streams are LMDB environments under
 ``<store_dir>/jetstream/$G/streams/<name>`` (nats-server's layout). With no store directory
@@ -15,15 +16,15 @@ import asyncio
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.advisory import Advisories
+from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, stream_config_from_dict
+from minijs.jetstream.consumer import recover_consumers
 from minijs.jetstream.store import open_store, stream_store_path
 from minijs.jetstream.stream import Stream
-
-if TYPE_CHECKING:
-    from minijs.server import Server
 
 #: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
 #: commits survive a killed process without an fsync, so minijs syncs on the same period.
@@ -33,7 +34,7 @@ SYNC_INTERVAL = 120.0
 class JetStream:
     """JetStream for one server."""
 
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: MessageBus) -> None:
         self.server = server
         self.clock = server.clock
         self.log = server.log
@@ -48,23 +49,15 @@ class JetStream:
         self._dirty: dict[int, Stream] = {}
         self._flush_scheduled = False
         self._sync_timer: Any = None
-        self.api: Any = None
-        self.consumer_api: Any = None
+        self.advisories = Advisories(server)
         self.started = False
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        from minijs.jetstream.api import JetStreamApi
-
         if self.store_dir:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
             self._recover()
-        from minijs.jetstream.consumer_api import ConsumerApi
-
-        self.api = JetStreamApi(self)
-        self.consumer_api = ConsumerApi(self)
-        self.api.start()
         self.started = True
         where = self.store_dir or "(memory only; file streams use a temporary directory)"
         self.log.info("Starting JetStream")
@@ -72,15 +65,17 @@ class JetStream:
         self.log.info("  API level:          5")
         self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
 
-    def stop(self) -> None:
-        if self._sync_timer is not None:
-            self._sync_timer.cancel()
-            self._sync_timer = None
+    def signal_shutdown(self) -> None:
+        """The server is going down: waiting pull requests are told (409 Server Shutdown)."""
         for stream in self.streams.values():
             for consumer in stream.consumers.values():
                 consumer.signal_shutdown()
-        if self.api is not None:
-            self.api.stop()
+
+    def stop(self) -> None:
+        """Close every stream and consumer (state kept on disk for file streams)."""
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
@@ -110,8 +105,6 @@ class JetStream:
 
     def _recover(self) -> None:
         """Reopen every file stream found under the store directory, then its consumers."""
-        from minijs.jetstream.consumer import recover_consumers
-
         root = self._streams_dir()
         if not root.is_dir():
             return
@@ -196,28 +189,14 @@ class JetStream:
         self._dirty.pop(id(stream), None)
         stream.flush()
 
-    # ------------------------------------------------------------------ consumer hooks
-    # Each consumer (minijs.jetstream.consumer.Consumer) learns about stream changes here.
-
-    def signal_consumers(self, stream: Stream, seq: int, subject: str) -> None:
-        for consumer in list(stream.consumers.values()):
-            consumer.signal(seq, subject)
-
-    def on_stream_removed(self, stream: Stream, seqs: list[int]) -> None:
-        for consumer in list(stream.consumers.values()):
-            consumer.on_removed(seqs)
-
-    def on_stream_purged(self, stream: Stream, subject: str | None, seq: int, keep: int) -> None:
-        for consumer in list(stream.consumers.values()):
-            consumer.on_purged(subject, seq, keep)
+    # ------------------------------------------------------------------ consumers
 
     def delete_consumers(self, stream: Stream) -> None:
         """A stream is going away: each consumer stops and is announced deleted (nats-server
         sends a CONSUMER.DELETED advisory per consumer before STREAM.DELETED)."""
         for consumer in list(stream.consumers.values()):
             consumer.delete()
-            if self.consumer_api is not None:
-                self.consumer_api.advise_deleted(stream.name, consumer.name)
+            self.advisories.consumer_action(stream.name, consumer.name, "delete")
         stream.consumers.clear()
 
     # ------------------------------------------------------------------ reports

@@ -7,8 +7,8 @@ carrying the three values clients see in ``"error":{"code":…,"err_code":…,"d
 * ``err_code`` — the stable JetStream code (10xxx) that clients branch on;
 * ``description`` — the human text; templated errors substitute ``{err}``, ``{seq}``, … .
 
-The table :data:`ERRORS` is nats-server's ``server/errors.json`` (the source of
-``/work/shared/reference/jetstream-api.md`` §11), keyed by ``err_code``. For every entry there is a
+The table :data:`ERRORS` is nats-server's ``server/errors.json`` (the JetStream API errors
+listed at https://docs.nats.io/reference/reference-protocols/nats_api_reference), keyed by ``err_code``. For every entry there is a
 factory function named after the Go constant in snake case without the ``JS`` prefix and the
 ``Err``/``ErrF`` suffix (``JSStreamNotFoundErr`` → :func:`stream_not_found`,
 ``JSSequenceNotFoundErrF`` → :func:`sequence_not_found(seq) <sequence_not_found>`), and an
@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import re
 from typing import Any, Callable, NamedTuple
+from minijs.jetstream.gostrings import go_quote
 
 
 class ApiError(Exception):
@@ -1775,8 +1776,6 @@ def rollup_not_permitted() -> ApiError:
 
 def rollup_value_invalid(value: str) -> ApiError:
     """500/10111 ``rollup value invalid: "<value>"`` (Go ``%q`` quoting)."""
-    from minijs.jetstream.jsonfmt import go_quote
-
     return stream_rollup_failed(f"rollup value invalid: {go_quote(value)}")
 
 

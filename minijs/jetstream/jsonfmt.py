@@ -16,7 +16,7 @@ Times (:func:`go_time`, :func:`parse_go_time`, :func:`parse_go_time_ex`)
 
 Strict decoding (:func:`decode_strict`)
     nats-server 2.15.1 is built with the json/v2-backed ``encoding/json``; its texts differ from
-    classic Go JSON and were captured from the real binary (see ``tests/test_js_errors.py``):
+    classic Go JSON and were captured from the real binary:
 
     * the body is read as a *stream* of JSON values (``json.Decoder`` loop): an empty or
       all-whitespace body decodes to nothing, several values are merged into the same struct,
@@ -47,9 +47,10 @@ import base64
 import codecs as _codecs
 import re
 import unicodedata
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from minijs.jetstream import errors as _errors
+from minijs.jetstream.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
 
 __all__ = [
     "GoTime",
@@ -99,72 +100,6 @@ ZERO_TIME = 0
 
 _NS = 1_000_000_000
 _SECS_PER_DAY = 86400
-
-
-# --------------------------------------------------------------------------------------------
-# Go string quoting (strconv.Quote / strconv.QuoteRune)
-# --------------------------------------------------------------------------------------------
-
-
-def _is_print(ch: str) -> bool:
-    """Go's ``unicode.IsPrint``: letters, marks, numbers, punctuation, symbols, ASCII space."""
-    if ch == " ":
-        return True
-    if ch < " " or ch == "\x7f":
-        return False
-    return unicodedata.category(ch)[0] in "LMNPS"
-
-
-_SIMPLE_ESC = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _escape_rune(ch: str, quote: str) -> str:
-    if ch == quote or ch == "\\":
-        return "\\" + ch
-    if _is_print(ch):
-        return ch
-    if ch in _SIMPLE_ESC:
-        return _SIMPLE_ESC[ch]
-    o = ord(ch)
-    if o < 0x20 or o == 0x7F:
-        return "\\x%02x" % o
-    if 0xD800 <= o <= 0xDFFF:  # not a valid rune: Go would have seen invalid UTF-8
-        return "\\ufffd"
-    if o < 0x10000:
-        return "\\u%04x" % o
-    return "\\U%08x" % o
-
-
-def _runes(data: str | bytes) -> Iterable[tuple[str | None, int]]:
-    """Yield ``(rune, byte)`` pairs: a decoded character, or ``(None, b)`` for an invalid byte."""
-    if isinstance(data, str):
-        for ch in data:
-            yield ch, 0
-        return
-    i, n = 0, len(data)
-    while i < n:
-        ch, width = _decode_rune(data, i)
-        if ch is None:
-            yield None, data[i]
-            i += 1
-        else:
-            yield ch, 0
-            i += width
-
-
-def go_quote(s: str | bytes) -> str:
-    """Go ``strconv.Quote`` (what ``%q`` prints for a string). Accepts ``bytes`` so invalid UTF-8
-    renders as ``\\xff`` like in Go."""
-    out = ['"']
-    for ch, b in _runes(s):
-        out.append("\\x%02x" % b if ch is None else _escape_rune(ch, '"'))
-    out.append('"')
-    return "".join(out)
-
-
-def go_quote_rune(ch: str) -> str:
-    """Go ``strconv.QuoteRune`` (``'x'``, ``'\\x01'``, ``'\\''``, ``'\\u00a0'``)."""
-    return "'" + _escape_rune(ch, "'") + "'"
 
 
 # --------------------------------------------------------------------------------------------
@@ -561,22 +496,8 @@ def _go_replace(err: UnicodeError) -> tuple[str, int]:
 _codecs.register_error("minijs-goreplace", _go_replace)
 
 
-def _decode_rune(buf: bytes, i: int) -> tuple[str | None, int]:
-    """Go ``utf8.DecodeRune``: ``(char, width)`` or ``(None, 1)`` for an invalid byte."""
-    b = buf[i]
-    if b < 0x80:
-        return chr(b), 1
-    w = 2 if 0xC2 <= b <= 0xDF else 3 if 0xE0 <= b <= 0xEF else 4 if 0xF0 <= b <= 0xF4 else 0
-    if w:
-        try:
-            return buf[i : i + w].decode("utf-8"), w
-        except UnicodeDecodeError:
-            pass
-    return None, 1
-
-
 def _quote_rune_at(buf: bytes, i: int) -> tuple[str, int]:
-    ch, w = _decode_rune(buf, i)
+    ch, w = decode_rune(buf, i)
     if ch is None:
         return "'\\x%x'" % buf[i], 1
     return go_quote_rune(ch), w
@@ -615,8 +536,8 @@ def _is_space_rune(ch: str) -> bool:
 
 def _escape_seq_text(what: bytes) -> str:
     need = False
-    for ch, _b in _runes(what):
-        if ch is None or ch == "`" or ch == "\ufffd" or _is_space_rune(ch) or not _is_print(ch):
+    for ch, _b in runes(what):
+        if ch is None or ch == "`" or ch == "\ufffd" or _is_space_rune(ch) or not is_print(ch):
             need = True
             break
     if need:

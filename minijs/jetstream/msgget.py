@@ -3,7 +3,7 @@
 Pure module: it takes a :class:`~minijs.jetstream.store.base.Store` and the request bytes and
 returns what to answer; stream lookup, ``allow_direct`` (503), ``Nats-Required-Api-Level`` (412)
 and sending are the caller's job. Every behaviour below was observed on nats-server v2.15.1
-(raw socket captures; the exact bytes are pinned in ``tests/test_js_msgget.py``).
+(raw socket captures; minijs's own test suite pins the exact bytes).
 
 STREAM.MSG.GET (:func:`msg_get`) — a JSON API, *strict* decoding
     * body decoded as a stream of JSON values into ``JSApiMsgGetRequest`` (unknown field,

@@ -1,32 +1,49 @@
 """A stream: its config, its store, its subscriptions, and the publish path.
 
-A stream is an internal subscriber on its subjects (``Server.subscribe_internal``): every PUB or
-HPUB routed to one of them lands in :meth:`Stream._on_publish`, whoever sent it. The checks run
-in nats-server's order (``processJetStreamMsg``; reference ``jetstream-behavior.md`` §2.2) and
-the first failure becomes the pub ack error.
+A stream is an internal subscriber on its subjects (the bus's ``subscribe_internal``): every PUB
+or HPUB routed to one of them lands in :meth:`Stream._on_publish`, whoever sent it. The checks
+run in nats-server's order (its ``processJetStreamMsg``: size and header limits, expected
+headers, dedup, rollup and TTL checks, then the discard policy) and the first failure becomes
+the pub ack error.
 
 Pub acks of file streams are sent only after the LMDB transaction carrying the message has
-committed: the stream queues them and asks the engine for a flush at the end of this event-loop
-turn, so a pipelined burst of publishes shares one commit (see :meth:`JetStream.flush_soon`).
+committed: the stream queues them and asks its owner for a flush at the end of this event-loop
+turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares one commit.
 Memory streams ack at once.
+
+A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
+messages (``signal``), removed ones (``on_removed``) and purges (``on_purged``).
 """
 from __future__ import annotations
 
 import re
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minijs.core import subjects as _subjects
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.advisory import Advisories
+from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, to_json_dict
 from minijs.jetstream.store import Store
 from minijs.jetstream.store.base import StoredMessage
 
 if TYPE_CHECKING:
     from minijs.core.sublist import Subscription
-    from minijs.jetstream.engine import JetStream
+    from minijs.log import Logger
+
+
+class StreamOwner(Protocol):
+    """What a stream needs from the engine that owns it."""
+
+    server: MessageBus
+    log: "Logger"
+    advisories: Advisories
+
+    def mark_dirty(self, stream: "Stream") -> None:
+        """Commit ``stream``'s buffered writes (and send their acks) at the end of this turn."""
 
 MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
@@ -85,7 +102,7 @@ def _parse_uint(value: str) -> int:
 class Stream:
     """One stream. Owns its store; the engine owns the streams."""
 
-    def __init__(self, engine: "JetStream", config: StreamConfig, created: int, store: Store) -> None:
+    def __init__(self, engine: StreamOwner, config: StreamConfig, created: int, store: Store) -> None:
         self.engine = engine
         self.server = engine.server
         self.clock = engine.server.clock
@@ -377,7 +394,8 @@ class Stream:
             for seq, subject in signals:
                 if self.closed:
                     return
-                self.engine.signal_consumers(self, seq, subject)
+                for consumer in list(self.consumers.values()):
+                    consumer.signal(seq, subject)
 
     # ------------------------------------------------------------------ dedup
 
@@ -482,7 +500,37 @@ class Stream:
     def _on_removed(self, seqs: list[int]) -> None:
         """Messages left the store (limits, expiry, purge): let consumers forget them."""
         if seqs and self.consumers:
-            self.engine.on_stream_removed(self, seqs)
+            for consumer in list(self.consumers.values()):
+                consumer.on_removed(seqs)
+
+    # ------------------------------------------------------------------ consumers
+
+    def remove_consumer(self, consumer: Any) -> None:
+        """Remove one consumer (API delete or inactivity); on interest streams drop what only
+        it still held; announce ``CONSUMER.DELETED``."""
+        self.consumers.pop(consumer.name, None)
+        consumer.delete()
+        if self.config.retention == "interest":
+            self._sweep_interest()
+        self.engine.advisories.consumer_action(self.name, consumer.name, "delete")
+
+    def _sweep_interest(self) -> None:
+        store = self.store
+        if not store.msgs:
+            return
+        doomed: list[int] = []
+        seq = store.first_seq
+        while True:
+            sm_seq = store.next_seq(seq)
+            if sm_seq is None:
+                break
+            subject = store.subject_for_seq(sm_seq)
+            if subject is not None and not any(c.needs(sm_seq, subject)
+                                               for c in self.consumers.values()):
+                doomed.append(sm_seq)
+            seq = sm_seq + 1
+        for q in doomed:
+            self.remove_msg(q, False)
 
     # ------------------------------------------------------------------ operations for the API
 
@@ -490,7 +538,8 @@ class Stream:
         n = self.store.purge(subject or None, seq, keep)
         self.engine.mark_dirty(self)
         if self.consumers:
-            self.engine.on_stream_purged(self, subject, seq, keep)
+            for consumer in list(self.consumers.values()):
+                consumer.on_purged(subject, seq, keep)
         return n
 
     def remove_msg(self, seq: int, erase: bool) -> bool:

@@ -17,8 +17,7 @@ Both are built on :class:`IndexedStore` (below), which keeps the whole index in 
 sequences, a ``(subject, seq)`` index, per-subject counts, TTL deadlines) so that every query has
 the same semantics in both stores; the subclasses only decide where payloads live.
 
-Semantics follow nats-server 2.15 ``memstore.go`` / ``filestore.go`` (and
-``/work/shared/reference/jetstream-behavior.md`` §2.5, §2.6, §2.9):
+Semantics follow nats-server 2.15 ``memstore.go`` / ``filestore.go``:
 
 Sequences and state
     * ``last_seq`` is the last *assigned* sequence; it never goes back (kept after deletes/purges).
@@ -41,7 +40,7 @@ Byte accounting (``bytes``; clients do arithmetic on it, so these are exact)
           34 + len(subject) + len(hdr) + len(data)          # with headers
           # = rec len 4 + seq 8 + ts 8 + subj len 2 + subj (+ hdr len 4 + hdr) + msg + hash 8
 
-      Both verified against nats-server v2.15.1 (reference §2.6: 2 msgs ``l4``/``x`` = 66,
+      Both verified against nats-server v2.15.1 (2 msgs ``l4``/``x`` = 66,
       ``p.5`` + 30-byte header + 1-byte payload = 68; memory: 58-byte record). Lengths are in
       bytes (UTF-8 for the subject). An empty header block (``b""``) is stored as ``None``.
 

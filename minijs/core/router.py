@@ -1,0 +1,379 @@
+"""The router: connections, subscriptions, and the one path every message takes.
+
+Everything is a subscriber: client SUBs and the server's own handlers (JetStream streams, the
+API, consumers) sit in one :class:`~minijs.core.sublist.Sublist`, and :meth:`Router.publish` is
+the single path a message takes, whether a client or the server itself sent it.
+
+Invariants:
+
+* one event loop owns every structure here; nothing blocks or takes a lock;
+* output is queued per connection and written once per input chunk or event-loop turn
+  (:meth:`Router.end_of_input`, :meth:`Router.flush_soon`), never in the middle of routing;
+* a subscription on a watched literal subject, inserted or removed by anyone, notifies its
+  watchers on the next loop turn (push consumers learn of interest this way);
+* a requester that asked for no-responders gets the 503 status exactly when nobody received
+  its request.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import secrets
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from minijs.clock import Clock, WallClock
+from minijs.config import API_LEVEL, GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION, ServerConfig
+from minijs.core.connection import Connection
+from minijs.core.sublist import Subscription, Sublist
+from minijs.log import NULL_LOGGER, Logger
+from minijs.protocol import wire
+
+#: The first client id handed out; nats-server's own internal clients take the ones below.
+FIRST_CLIENT_ID = 5
+
+
+@dataclass(slots=True)
+class ServerStats:
+    in_msgs: int = 0
+    out_msgs: int = 0
+    in_bytes: int = 0
+    out_bytes: int = 0
+    slow_consumers: int = 0
+
+
+def _nkey_like(prefix: str) -> str:
+    """A 56-character upper-case base32 id like nats-server's public nkeys (N... / X...)."""
+    body = base64.b32encode(secrets.token_bytes(35)).decode().rstrip("=")
+    return (prefix + body)[:56]
+
+
+InternalHandler = Callable[[Subscription, bytes, "bytes | None", "bytes | None", bytes, Any], None]
+
+
+class Router:
+    """The routing floor of a server: its connections, subscriptions and the publish path.
+
+    :class:`minijs.server.Server` builds on it (lifecycle, JetStream, monitoring); the floors
+    above receive it as their message bus.
+    """
+
+    def __init__(self, config: ServerConfig | None = None, *, clock: Clock | None = None,
+                 logger: Logger | None = None, **overrides: Any) -> None:
+        config = config or ServerConfig()
+        if overrides:
+            config = config.with_overrides(**overrides)
+        self.config = config
+        self.clock: Clock = clock or WallClock()
+        self.log: Logger = logger or NULL_LOGGER
+        self.server_id = _nkey_like("N")
+        self.server_name = config.server_name or self.server_id
+        self.xkey = _nkey_like("X")
+        self.sublist = WatchedSublist()
+        self.connections: dict[int, Connection] = {}
+        self.total_connections = 0
+        self.stats = ServerStats()
+        self.start_time = 0.0
+        self.port = 0
+        #: The JetStream engine, once one is attached (anything with ``has_dirty`` and
+        #: ``flush_dirty()``). INFO advertises ``jetstream`` only then, so a client is never told
+        #: JetStream is there when nothing would answer its API.
+        self.jetstream: Any = None
+        #: ``has_interest(subject)``: does any live subscription match? (the sublist's own test)
+        self.has_interest = self.sublist.has_interest
+        self._next_cid = FIRST_CLIENT_ID
+        self._listener: asyncio.base_events.Server | None = None
+        self._dirty: list[Connection] = []
+        self._flush_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self.running = False
+
+    # ----------------------------------------------------------------- listener
+
+    async def listen(self) -> None:
+        """Bind the client port; each accepted socket becomes a :class:`Connection`."""
+        config = self.config
+        self._loop = asyncio.get_running_loop()
+        port = config.port if config.port > 0 else 0
+        self._listener = await self._loop.create_server(
+            lambda: Connection(self), host=config.host, port=port, reuse_address=True,
+            backlog=1024)
+        self.port = self._listener.sockets[0].getsockname()[1]
+
+    def stop_listening(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+
+    async def listener_closed(self) -> None:
+        if self._listener is not None:
+            await self._listener.wait_closed()
+
+    @property
+    def client_url(self) -> str:
+        host = self.config.host
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"nats://{host}:{self.port}"
+
+    # ----------------------------------------------------------------- connections
+
+    def register(self, conn: Connection) -> int:
+        cid = self._next_cid
+        self._next_cid += 1
+        self.connections[cid] = conn
+        self.total_connections += 1
+        return cid
+
+    def unregister(self, conn: Connection) -> None:
+        self.connections.pop(conn.cid, None)
+
+    def info_fields(self, conn: Connection | None = None, *, connect_info: bool = False
+                    ) -> dict[str, Any]:
+        """INFO fields in nats-server's order, with its omit-when-empty rules."""
+        config = self.config
+        fields: dict[str, Any] = {
+            "server_id": self.server_id,
+            "server_name": self.server_name,
+            "version": NATS_SERVER_VERSION,
+            "proto": 1,
+            "git_commit": GIT_COMMIT,
+            "go": GO_VERSION,
+            "host": config.host,
+            "port": self.port,
+            "headers": True,
+        }
+        if config.auth_required:
+            fields["auth_required"] = True
+        fields["max_payload"] = config.max_payload
+        if self.jetstream is not None:
+            fields["jetstream"] = True
+        if conn is not None:
+            fields["client_id"] = conn.cid
+            if conn.host:
+                fields["client_ip"] = conn.host
+        if connect_info:
+            fields["connect_info"] = True
+            fields["remote_account"] = "$G"
+        fields["api_lvl"] = API_LEVEL
+        fields["xkey"] = self.xkey
+        return fields
+
+    # ----------------------------------------------------------------- output batching
+
+    def mark_dirty(self, conn: Connection) -> None:
+        self._dirty.append(conn)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop = self._loop or asyncio.get_running_loop()
+            loop.call_soon(self._flush_all)
+
+    def flush_soon(self) -> None:
+        """Ask for queued output to be written at the end of this event-loop turn."""
+        if self._dirty and not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop = self._loop or asyncio.get_running_loop()
+            loop.call_soon(self._flush_all)
+
+    def end_of_input(self) -> None:
+        """A client's input chunk is processed: commit JetStream writes (which releases their
+        pub acks) and write every client's queued output now, saving an event-loop turn of
+        latency per round trip. Output produced outside input handling still goes out at the
+        end of the turn (:meth:`flush_soon`)."""
+        js = self.jetstream
+        if js is not None and js.has_dirty:
+            js.flush_dirty()
+        if self._dirty:
+            self._flush_all()
+
+    def _flush_all(self) -> None:
+        self._flush_scheduled = False
+        dirty = self._dirty
+        self._dirty = []
+        for conn in dirty:
+            conn.flush()
+
+    # ----------------------------------------------------------------- routing
+
+    def add_subscription(self, sub: Subscription) -> None:
+        self.sublist.insert(sub)
+
+    def remove_subscription(self, sub: Subscription) -> None:
+        self.sublist.remove(sub)
+
+    def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
+                           queue: bytes | None = None) -> Subscription:
+        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``."""
+        if isinstance(subject, str):
+            subject = subject.encode()
+        sub = Subscription(subject, b"", queue, conn=None, callback=handler)
+        self.sublist.insert(sub)
+        return sub
+
+    def unsubscribe_internal(self, sub: Subscription) -> None:
+        sub.closed = True
+        self.sublist.remove(sub)
+
+    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
+        """Call ``callback()`` (soon, from the event loop) whenever a subscription whose subject
+        is exactly ``subject`` comes or goes, like nats-server's sublist notifications that
+        push consumers register on their deliver subject. Returns a handle for
+        :meth:`unwatch_interest`."""
+        return self.sublist.watch(subject, callback)
+
+    def unwatch_interest(self, handle: Any) -> None:
+        self.sublist.unwatch(handle)
+
+    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
+        """Is there a live subscription on exactly ``subject`` (a plain one, or with ``queue`` a
+        member of that queue group)? Wildcard subscriptions that merely match do not count."""
+        return self.sublist.has_exact(subject, queue)
+
+    def num_subscriptions(self) -> int:
+        return self.sublist.count
+
+    def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                payload: bytes, origin: Connection | None = None) -> int:
+        """Route one message to every matching subscriber; return how many received it.
+
+        Plain subscribers each get a copy; each queue group gives one to a random member. A
+        requester that asked for no-responders gets the 503 status when nobody received it.
+        """
+        result = self.sublist.match(subject)
+        groups = result.groups
+        delivered = 0
+        if result.plain or groups:
+            for sub in result.plain:
+                if sub.closed:
+                    continue
+                conn = sub.conn
+                if conn is None:
+                    sub.callback(sub, subject, reply, header, payload, origin)
+                    delivered += 1
+                elif conn is origin and not conn.echo:
+                    continue
+                else:
+                    conn.deliver(sub, subject, reply, header, payload)
+                    delivered += 1
+            if groups:
+                for members in groups.values():
+                    sub = _pick_member(members, origin)
+                    if sub is None:
+                        continue
+                    if sub.conn is None:
+                        sub.callback(sub, subject, reply, header, payload, origin)
+                    else:
+                        sub.conn.deliver(sub, subject, reply, header, payload)
+                    delivered += 1
+            if delivered:
+                stats = self.stats
+                stats.out_msgs += delivered
+                stats.out_bytes += delivered * (len(payload) + (len(header) if header else 0))
+        if not delivered and reply and origin is not None and origin.no_responders:
+            self.no_responders(subject, reply, origin)
+        return delivered
+
+    def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
+                   data: bytes) -> int:
+        """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
+        consumer deliveries keep the stored subject, which a plain publish cannot express.
+        Returns the number of receivers."""
+        result = self.sublist.match(target)
+        groups = result.groups
+        delivered = 0
+        for sub in result.plain:
+            if sub.closed:
+                continue
+            conn = sub.conn
+            if conn is None:
+                sub.callback(sub, subject, reply, hdr, data, None)
+            else:
+                conn.deliver(sub, subject, reply, hdr, data)
+            delivered += 1
+        if groups:
+            for members in groups.values():
+                sub = _pick_member(members, None)
+                if sub is None:
+                    continue
+                if sub.conn is None:
+                    sub.callback(sub, subject, reply, hdr, data, None)
+                else:
+                    sub.conn.deliver(sub, subject, reply, hdr, data)
+                delivered += 1
+        if delivered:
+            stats = self.stats
+            stats.out_msgs += delivered
+            stats.out_bytes += delivered * (len(data) + (len(hdr) if hdr else 0))
+        return delivered
+
+    def no_responders(self, subject: bytes, reply: bytes, origin: Connection) -> None:
+        """Send the 503 no-responders status to ``origin``'s subscription on ``reply``."""
+        for sub in self.sublist.match(reply).plain:
+            if sub.conn is origin and not sub.closed:
+                origin.deliver(sub, reply, None, wire.no_responders_header(subject), b"")
+                return
+
+
+class WatchedSublist(Sublist):
+    """The server's sublist: a :class:`Sublist` that also tells watchers when a subscription
+    on a watched literal subject is inserted or removed (whoever removes it: UNSUB, a closed
+    connection, auto-unsubscribe)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._watchers: dict[bytes, list[Callable[[], None]]] = {}
+
+    def watch(self, subject: bytes, callback: Callable[[], None]) -> tuple:
+        self._watchers.setdefault(subject, []).append(callback)
+        return (subject, callback)
+
+    def unwatch(self, handle: tuple) -> None:
+        subject, callback = handle
+        cbs = self._watchers.get(subject)
+        if cbs and callback in cbs:
+            cbs.remove(callback)
+            if not cbs:
+                del self._watchers[subject]
+
+    def insert(self, sub: Subscription) -> None:
+        super().insert(sub)
+        if self._watchers and sub.subject in self._watchers:
+            self._notify(sub.subject)
+
+    def remove(self, sub: Subscription) -> bool:
+        removed = super().remove(sub)
+        if removed and self._watchers and sub.subject in self._watchers:
+            self._notify(sub.subject)
+        return removed
+
+    def _notify(self, subject: bytes) -> None:
+        loop = asyncio.get_running_loop()
+        for cb in list(self._watchers.get(subject, ())):
+            loop.call_soon(cb)
+
+    def has_exact(self, subject: bytes, queue: bytes | None = None) -> bool:
+        node = self._root
+        for tok in subject.split(b"."):
+            node = node.children.get(tok)  # type: ignore[assignment]
+            if node is None:
+                return False
+        if queue is None:
+            return any(not s.closed for s in node.plain)
+        return any(not s.closed for s in node.groups.get(queue, ()))
+
+
+def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:
+    """One random live member of a queue group (not the publisher itself when echo is off)."""
+    n = len(members)
+    start = random.randrange(n) if n > 1 else 0
+    for i in range(n):
+        sub = members[(start + i) % n]
+        if sub.closed:
+            continue
+        if sub.conn is not None and sub.conn is origin and not origin.echo:
+            continue
+        return sub
+    return None

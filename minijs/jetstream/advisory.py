@@ -1,0 +1,53 @@
+"""Advisories and ids: the JSON events JetStream publishes under ``$JS.EVENT.>``.
+
+Invariants:
+
+* an advisory is built only when something listens on its subject (as nats-server checks
+  interest first), so advisories cost nothing in a quiet server;
+* every advisory carries ``type`` (``io.nats.jetstream.<kind>``), a fresh NUID-shaped ``id``
+  and a ``timestamp`` from the server clock, then its own fields in nats-server's order.
+"""
+from __future__ import annotations
+
+import secrets
+
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.bus import MessageBus
+
+_NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def new_id(n: int = 22) -> str:
+    """A NUID-shaped random id (22 base-62 characters)."""
+    return "".join(secrets.choice(_NUID_ALPHABET) for _ in range(n))
+
+
+class Advisories:
+    """Publishes JetStream advisories on one message bus."""
+
+    def __init__(self, bus: MessageBus) -> None:
+        self.bus = bus
+
+    def advise(self, subject: str, event_type: str, fields: dict) -> None:
+        """Publish ``io.nats.jetstream.<event_type>`` on ``subject`` if anyone listens."""
+        subj = subject.encode()
+        bus = self.bus
+        if not bus.has_interest(subj):
+            return
+        body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
+                "timestamp": J.go_time(bus.clock.time_ns())}
+        body.update(fields)
+        bus.publish(subj, None, None, J.dumps(body))
+
+    def stream_action(self, name: str, action: str) -> None:
+        """``STREAM.CREATED`` / ``UPDATED`` / ``DELETED`` for ``create``/``modify``/``delete``."""
+        what = {"create": "CREATED", "modify": "UPDATED", "delete": "DELETED"}[action]
+        self.advise(f"$JS.EVENT.ADVISORY.STREAM.{what}.{name}", "advisory.v1.stream_action",
+                    {"stream": name, "action": action})
+
+    def consumer_action(self, stream: str, consumer: str, action: str) -> None:
+        """``CONSUMER.CREATED`` / ``DELETED`` for ``create``/``delete``."""
+        what = {"create": "CREATED", "delete": "DELETED"}[action]
+        self.advise(f"$JS.EVENT.ADVISORY.CONSUMER.{what}.{stream}.{consumer}",
+                    "advisory.v1.consumer_action",
+                    {"stream": stream, "consumer": consumer, "action": action})

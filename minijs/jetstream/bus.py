@@ -1,0 +1,53 @@
+"""What JetStream needs from the server it runs in: the message bus.
+
+The engine, its streams and consumers are given one object with this shape (the server's
+router) and use nothing else of the server. It is deliberately narrow: publishing, routing a
+delivery under the stored subject, internal subscriptions, interest tests and watches, plus the
+clock, the logger and the few settings JetStream reads. Anything that offers these can host an
+engine (a per-account view of the router, a test double).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from minijs.clock import Clock
+from minijs.config import ServerConfig
+from minijs.log import Logger
+
+#: ``handler(sub, subject, reply, header, payload, origin)`` of an internal subscription.
+Handler = Callable[[Any, bytes, "bytes | None", "bytes | None", bytes, Any], None]
+
+
+class MessageBus(Protocol):
+    clock: Clock
+    log: Logger
+    config: ServerConfig
+    server_name: str
+
+    def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                payload: bytes, origin: Any = None) -> int:
+        """Route one message to every matching subscriber; return how many received it."""
+
+    def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
+                   data: bytes) -> int:
+        """Route to the subscribers of ``target`` with ``subject`` on the MSG line."""
+
+    def no_responders(self, subject: bytes, reply: bytes, origin: Any) -> None:
+        """Answer ``origin``'s request on ``reply`` with the 503 no-responders status."""
+
+    def has_interest(self, subject: bytes) -> bool:
+        """Does any live subscription match ``subject``?"""
+
+    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
+        """Is there a live subscription on exactly ``subject`` (or a member of ``queue``)?"""
+
+    def subscribe_internal(self, subject: str | bytes, handler: Handler,
+                           queue: bytes | None = None) -> Any:
+        """Register a server-side handler; returns the subscription."""
+
+    def unsubscribe_internal(self, sub: Any) -> None: ...
+
+    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
+        """Call ``callback()`` soon whenever a subscription on exactly ``subject`` comes or goes."""
+
+    def unwatch_interest(self, handle: Any) -> None: ...
