@@ -1,17 +1,42 @@
 """One clock for everything that waits or stamps.
 
-The server never calls ``time.time()`` or ``loop.call_later()`` directly: it asks its clock. The
-wall clock delegates to the running event loop; the virtual clock keeps its own timer heap and
-only moves when a test calls :meth:`VirtualClock.advance`, firing every due timer in order, so
-ack waits, expiries and heartbeats can be tested without real waiting.
+The server never calls ``time.time()`` or ``loop.call_later()`` directly: it asks its clock.
+
+* :class:`WallClock` is real time, with timers on the running asyncio loop.
+* :class:`VirtualClock` keeps its own timer heap and moves only when told to
+  (:meth:`VirtualClock.advance`), firing every due timer in order, so ack waits, expiries,
+  heartbeats and pull timeouts can be tested without real waiting.
+* :class:`AutoClock` is a virtual clock that also moves by itself: when the server has been
+  idle for a short real-time grace and a timer is due later, time jumps to that timer, so a test
+  that simply waits for a redelivery or an expiry finishes at once.
+
+Invariants of the virtual clocks:
+
+* time is kept in integer nanoseconds, so ``advance(0.1)`` three times reaches exactly the
+  timer scheduled at ``0.3`` s, and a timer due at ``t`` fires on an advance to exactly ``t``;
+* timers fire in due order, ties in scheduling order; a timer scheduled by a firing callback
+  fires in the same advance when it falls due within it;
+* once a server binds the clock to its event loop, timers fire only on that loop:
+  :meth:`VirtualClock.advance` called from another thread hands the work to the loop and
+  returns after the due timers have fired and their effects (messages, statuses, advisories)
+  have been written to the sockets; :meth:`VirtualClock.advance_async` does the same for a
+  coroutine on any loop;
+* ``housekeeping`` timers (periodic store syncs) fire when time passes them but never make an
+  :class:`AutoClock` jump.
+
+Connection keep-alive and authentication deadlines are not on this clock: they follow real
+time, so moving virtual time never disconnects a live client.
 """
 from __future__ import annotations
 
 import asyncio
 import heapq
 import itertools
+import threading
 import time
 from typing import Any, Callable, Protocol
+
+_NS = 1_000_000_000
 
 
 class Timer(Protocol):
@@ -23,6 +48,9 @@ class Timer(Protocol):
 class Clock(Protocol):
     """What the server needs from time."""
 
+    #: True for clocks that only move when told to (or by themselves when idle).
+    virtual: bool
+
     def time(self) -> float:
         """Wall-clock seconds since the epoch (for timestamps)."""
 
@@ -32,18 +60,26 @@ class Clock(Protocol):
     def monotonic(self) -> float:
         """Seconds on a clock that never goes back (for deadlines)."""
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> Timer:
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+                   housekeeping: bool = False) -> Timer:
         """Run ``callback(*args)`` after ``delay`` seconds."""
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any) -> Timer:
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+                housekeeping: bool = False) -> Timer:
         """Run ``callback(*args)`` when :meth:`monotonic` reaches ``when``."""
 
     async def sleep(self, delay: float) -> None:
         """Wait ``delay`` seconds of this clock's time."""
 
 
+class ClockError(RuntimeError):
+    """A clock was asked for something it cannot do (e.g. advancing real time)."""
+
+
 class WallClock:
     """Real time, with timers on the running asyncio loop."""
+
+    virtual = False
 
     def time(self) -> float:
         return time.time()
@@ -54,25 +90,42 @@ class WallClock:
     def monotonic(self) -> float:
         return asyncio.get_running_loop().time()
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> Timer:
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+                   housekeeping: bool = False) -> Timer:
         return asyncio.get_running_loop().call_later(max(delay, 0.0), callback, *args)
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any) -> Timer:
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+                housekeeping: bool = False) -> Timer:
         return asyncio.get_running_loop().call_at(when, callback, *args)
 
     async def sleep(self, delay: float) -> None:
         await asyncio.sleep(delay)
 
+    def advance(self, seconds: float) -> int:
+        raise ClockError(
+            "this server runs on the wall clock, which cannot be advanced; start it with a "
+            "virtual clock: Server(clock=VirtualClock()), ServerThread(clock='virtual'), "
+            "@pytest.mark.minijs(clock='virtual') or `minijs --clock virtual`")
+
+    async def advance_async(self, seconds: float) -> int:
+        return self.advance(seconds)
+
+
+#: The real clock connection keep-alives and auth deadlines use whatever the server's clock is.
+REAL_CLOCK = WallClock()
+
 
 class VirtualTimer:
     """A timer on a :class:`VirtualClock`."""
 
-    __slots__ = ("when", "callback", "args", "_cancelled")
+    __slots__ = ("when", "callback", "args", "housekeeping", "_cancelled")
 
-    def __init__(self, when: float, callback: Callable[..., Any], args: tuple) -> None:
-        self.when = when
+    def __init__(self, when: int, callback: Callable[..., Any], args: tuple,
+                 housekeeping: bool) -> None:
+        self.when = when  # nanoseconds since the clock's start
         self.callback = callback
         self.args = args
+        self.housekeeping = housekeeping
         self._cancelled = False
 
     def cancel(self) -> None:
@@ -80,6 +133,10 @@ class VirtualTimer:
 
     def cancelled(self) -> bool:
         return self._cancelled
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * _NS))
 
 
 class VirtualClock:
@@ -90,28 +147,47 @@ class VirtualClock:
     call if they fall due within the window.
     """
 
+    virtual = True
+
     def __init__(self, start: float | None = None) -> None:
-        self._epoch = time.time() if start is None else start
-        self._now = 0.0  # seconds since the clock was created
-        self._heap: list[tuple[float, int, VirtualTimer]] = []
+        self._epoch_ns = time.time_ns() if start is None else _ns(start)
+        self._now = 0  # nanoseconds since the clock was created
+        self._heap: list[tuple[int, int, VirtualTimer]] = []
         self._seq = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._settle: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ reading
 
     def time(self) -> float:
-        return self._epoch + self._now
+        return (self._epoch_ns + self._now) / _NS
 
     def time_ns(self) -> int:
-        return int(round((self._epoch + self._now) * 1e9))
+        return self._epoch_ns + self._now
 
     def monotonic(self) -> float:
-        return self._now
+        return self._now / _NS
 
-    def call_at(self, when: float, callback: Callable[..., Any], *args: Any) -> VirtualTimer:
-        timer = VirtualTimer(when, callback, args)
+    # ------------------------------------------------------------------ timers
+
+    def call_at(self, when: float, callback: Callable[..., Any], *args: Any,
+                housekeeping: bool = False) -> VirtualTimer:
+        return self._schedule(_ns(when), callback, args, housekeeping)
+
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any,
+                   housekeeping: bool = False) -> VirtualTimer:
+        return self._schedule(self._now + max(_ns(delay), 0), callback, args, housekeeping)
+
+    def _schedule(self, when: int, callback: Callable[..., Any], args: tuple,
+                  housekeeping: bool) -> VirtualTimer:
+        timer = VirtualTimer(when, callback, args, housekeeping)
         heapq.heappush(self._heap, (when, next(self._seq), timer))
+        self._scheduled()
         return timer
 
-    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> VirtualTimer:
-        return self.call_at(self._now + max(delay, 0.0), callback, *args)
+    def _scheduled(self) -> None:
+        """A timer was added (the auto clock wakes up to consider a jump)."""
 
     async def sleep(self, delay: float) -> None:
         future = asyncio.get_running_loop().create_future()
@@ -122,30 +198,181 @@ class VirtualClock:
         """How many live timers are scheduled."""
         return sum(1 for _, _, t in self._heap if not t._cancelled)
 
-    def next_due(self) -> float | None:
+    def next_due(self, *, include_housekeeping: bool = True) -> float | None:
         """Seconds until the next live timer, or None when none is scheduled."""
-        while self._heap and self._heap[0][2]._cancelled:
-            heapq.heappop(self._heap)
-        return (self._heap[0][0] - self._now) if self._heap else None
+        heap = self._heap
+        while heap and heap[0][2]._cancelled:
+            heapq.heappop(heap)
+        if not heap:
+            return None
+        if include_housekeeping:
+            return (heap[0][0] - self._now) / _NS
+        due = [w for w, _, t in heap if not t._cancelled and not t.housekeeping]
+        return (min(due) - self._now) / _NS if due else None
+
+    # ------------------------------------------------------------------ binding to a server
+
+    def bind(self, loop: asyncio.AbstractEventLoop, settle: Callable[[], None] | None = None
+             ) -> None:
+        """Fire timers on ``loop`` from now on; ``settle()`` writes out what firing produced
+        (the server commits JetStream writes and flushes every connection)."""
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+        self._settle = settle
+
+    def unbind(self) -> None:
+        self._loop = None
+        self._loop_thread = None
+        self._settle = None
+
+    def reset(self) -> None:
+        """Back to the start: time zero, no timers (a server reset calls this)."""
+        for _, _, timer in self._heap:
+            timer._cancelled = True
+        self._heap.clear()
+        self._now = 0
+
+    # ------------------------------------------------------------------ moving time
 
     def advance(self, seconds: float) -> int:
-        """Move time forward by ``seconds``; return how many timers fired."""
+        """Move time forward by ``seconds``; return how many timers fired.
+
+        From the server's own loop this fires the timers at once (effects that the server
+        schedules for later in the same turn follow when the caller yields; prefer
+        ``await advance_async()`` there). From any other thread it runs on the server's loop and
+        returns once the effects are written.
+        """
         if seconds < 0:
             raise ValueError("a clock cannot go back")
-        target = self._now + seconds
+        loop = self._loop
+        if loop is None or threading.get_ident() == self._loop_thread:
+            fired = self._fire_until(self._now + _ns(seconds))
+            if self._settle is not None:
+                self._settle()
+            return fired
+        if loop.is_closed() or not loop.is_running():
+            raise ClockError("the server using this clock is not running")
+        return asyncio.run_coroutine_threadsafe(self._advance_on_loop(seconds), loop).result()
+
+    async def advance_async(self, seconds: float) -> int:
+        """Move time forward by ``seconds`` from a coroutine on any event loop; returns when the
+        due timers have fired and their effects are written."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go back")
+        loop = self._loop
+        running = asyncio.get_running_loop()
+        if loop is None or loop is running:
+            return await self._advance_on_loop(seconds)
+        future = asyncio.run_coroutine_threadsafe(self._advance_on_loop(seconds), loop)
+        return await asyncio.wrap_future(future)
+
+    async def _advance_on_loop(self, seconds: float) -> int:
+        target = self._now + _ns(seconds)
         fired = 0
-        while self._heap and self._heap[0][0] <= target:
-            when, _, timer = heapq.heappop(self._heap)
+        while True:
+            fired += self._fire_until(target, limit=1)
+            # Let what the timer scheduled for "soon" run (commits, flushes, wake-ups) before
+            # the next timer fires, as it would have in real time.
+            await _settle_turns()
+            heap = self._heap
+            while heap and heap[0][2]._cancelled:
+                heapq.heappop(heap)
+            if not heap or heap[0][0] > target:
+                break
+        self._now = max(self._now, target)
+        if self._settle is not None:
+            self._settle()
+        await _settle_turns()
+        return fired
+
+    def _fire_until(self, target: int, limit: int = 0) -> int:
+        fired = 0
+        heap = self._heap
+        while heap and heap[0][0] <= target:
+            when, _, timer = heapq.heappop(heap)
             if timer._cancelled:
                 continue
             self._now = max(self._now, when)
             timer._cancelled = True  # a fired timer is done; cancel() after is harmless
             timer.callback(*timer.args)
             fired += 1
-        self._now = target
+            if limit and fired >= limit:
+                return fired
+        self._now = max(self._now, target)
         return fired
+
+
+class AutoClock(VirtualClock):
+    """A virtual clock that jumps to the next due timer whenever the server has been idle for
+    ``grace`` seconds of real time (no client input, nothing fired), so tests that wait for a
+    timer-driven event finish at once. ``advance()`` still works as on :class:`VirtualClock`.
+    """
+
+    def __init__(self, start: float | None = None, grace: float = 0.02) -> None:
+        super().__init__(start)
+        self.grace = grace
+        self._last_activity = time.monotonic()
+        self._task: asyncio.Task | None = None
+        self._wake: asyncio.Event | None = None
+
+    def note_activity(self) -> None:
+        """The server just handled client input: postpone any jump by one grace period."""
+        self._last_activity = time.monotonic()
+
+    def _scheduled(self) -> None:
+        wake = self._wake
+        if wake is not None and not wake.is_set():
+            wake.set()
+
+    def bind(self, loop: asyncio.AbstractEventLoop, settle: Callable[[], None] | None = None
+             ) -> None:
+        super().bind(loop, settle)
+        self._wake = asyncio.Event()
+        self._task = loop.create_task(self._run())
+
+    def unbind(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self._wake = None
+        super().unbind()
+
+    async def _run(self) -> None:
+        wake = self._wake
+        assert wake is not None
+        while True:
+            due = self.next_due(include_housekeeping=False)
+            if due is None:
+                wake.clear()
+                await wake.wait()
+                continue
+            idle = time.monotonic() - self._last_activity
+            if idle < self.grace:
+                await asyncio.sleep(self.grace - idle)
+                continue
+            await self._advance_on_loop(max(due, 0.0))
+            self._last_activity = time.monotonic()
+
+
+async def _settle_turns() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
 
 
 def _resolve(future: asyncio.Future) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def make_clock(spec: "Clock | str | None") -> "Clock":
+    """A clock from a fixture marker or a command-line value: ``None``/``"wall"`` (real time),
+    ``"virtual"``, ``"auto"``, or a clock instance."""
+    if spec is None or spec == "wall":
+        return WallClock()
+    if isinstance(spec, str):
+        if spec == "virtual":
+            return VirtualClock()
+        if spec == "auto":
+            return AutoClock()
+        raise ClockError(f"unknown clock {spec!r}: use 'wall', 'virtual' or 'auto'")
+    return spec

@@ -1,22 +1,34 @@
-"""The server: a router with a lifecycle, JetStream and monitoring attached.
+"""The server: a router with a lifecycle, JetStream, monitoring and test control attached.
 
 ``Server`` is what users start (``await Server(port=0).start()`` or ``async with``);
-``ServerThread`` runs one on a background thread for synchronous tests. The floors below never
-import this module: the router (:mod:`minijs.core.router`) is what they are given.
+``ServerThread`` runs one on a background thread for synchronous tests and hands every call to
+that thread's loop. The floors below never import this module: the router
+(:mod:`minijs.core.router`) is what they are given.
+
+Test control (what a real nats-server cannot do for a test) lives here and in
+:mod:`minijs.control`: the clock (``server.clock``), inspection (``streams()``,
+``consumer()``, ``connections()``, ...), ``reset()``, fault injection (``server.faults``),
+``restart()``/``crash()``, and the ``$MINIJS.>`` control plane when ``control=True``.
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-from minijs.clock import Clock
+from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, NATS_SERVER_VERSION, ServerConfig
+from minijs.control import snapshots
+from minijs.control.faults import FaultInjector
+from minijs.control.plane import ControlPlane
 from minijs.core.router import Router
 from minijs.jetstream.api import JetStreamApi
 from minijs.jetstream.engine import JetStream
 from minijs.log import Logger
 from minijs.monitor import Monitor
+
+T = TypeVar("T")
 
 
 class Server(Router):
@@ -24,13 +36,18 @@ class Server(Router):
 
     ``Server(port=0)`` picks a free port; ``await server.start()`` binds and returns once
     clients can connect; ``client_url`` says where. ``async with Server() as s:`` does both ends.
+    ``clock`` is a :class:`~minijs.clock.Clock` or ``"wall"``, ``"virtual"``, ``"auto"``.
     """
 
-    def __init__(self, config: ServerConfig | None = None, *, clock: Clock | None = None,
+    def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
                  logger: Logger | None = None, **overrides: Any) -> None:
-        super().__init__(config, clock=clock, logger=logger, **overrides)
+        super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
+        self.control_plane: ControlPlane | None = None
+        #: Fault injection: rules that drop, delay or answer traffic (see :mod:`minijs.control.faults`).
+        self.faults = FaultInjector(self)
+        self._restarting = False
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -38,9 +55,12 @@ class Server(Router):
         """Bind the client port (and the monitor, if configured); log as nats-server does."""
         if self.running:
             return
+        self._stopped = asyncio.Event()
+        await self._startup()
+
+    async def _startup(self, temp_dir: str | None = None) -> None:
         config = self.config
         log = self.log
-        self._stopped = asyncio.Event()
         self.start_time = self.clock.time()
         log.info("Starting nats-server")
         log.info(f"  Version:  {NATS_SERVER_VERSION} (minijs)")
@@ -53,7 +73,10 @@ class Server(Router):
             self.monitor = Monitor(self)
             await self.monitor.start()
         if config.jetstream and self.jetstream is None:
-            self._start_jetstream()
+            self._start_jetstream(temp_dir)
+        if config.control:
+            self.control_plane = ControlPlane(self)
+            self.control_plane.start()
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
         log.info("Server is ready")
 
@@ -61,43 +84,63 @@ class Server(Router):
         """Graceful shutdown: stop accepting, flush what clients are owed, close them."""
         if not self.running:
             return
-        self.running = False
-        self.log.info("Initiating Shutdown...")
-        self.stop_listening()
-        if self.monitor is not None:
-            await self.monitor.stop()
-        self._stop_jetstream()
-        conns = list(self.connections.values())
-        for conn in conns:
-            conn.flush()
-            conn.close()
-        await self.listener_closed()
-        # Give transports a turn to hand their buffers to the kernel.
-        await asyncio.sleep(0)
-        self.log.info("Server Exiting..")
+        await self._shutdown(keep_files=False)
         assert self._stopped is not None
         self._stopped.set()
 
-    def _start_jetstream(self) -> None:
+    async def _shutdown(self, *, keep_files: bool, crash: bool = False) -> str | None:
+        """Stop everything; return the private file-stream directory when it is kept."""
+        self.running = False
+        self.log.info("Initiating Shutdown...")
+        self.stop_listening()
+        if self.control_plane is not None:
+            self.control_plane.stop()
+            self.control_plane = None
+        if self.monitor is not None:
+            await self.monitor.stop()
+            self.monitor = None
+        temp_dir = self._stop_jetstream(keep_files=keep_files, crash=crash)
+        for conn in list(self.connections.values()):
+            if crash:
+                conn.abort()
+            else:
+                conn.flush()
+                conn.close()
+        await self.listener_closed()
+        unbind = getattr(self.clock, "unbind", None)
+        if unbind is not None:
+            unbind()
+        # Give transports a turn to hand their buffers to the kernel.
+        await asyncio.sleep(0)
+        self.log.info("Server Exiting..")
+        return temp_dir
+
+    def _start_jetstream(self, temp_dir: str | None = None) -> None:
         """Attach the JetStream engine (recovering file streams) and serve its API."""
-        engine = JetStream(self)
+        engine = JetStream(self, temp_dir=temp_dir)
         engine.start()
         self.jetstream = engine
         self.jetstream_api = JetStreamApi(engine)
         self.jetstream_api.start()
 
-    def _stop_jetstream(self) -> None:
+    def _stop_jetstream(self, *, keep_files: bool = False, crash: bool = False) -> str | None:
         """Waiting pulls hear of the shutdown, the API stops answering, then the engine closes
-        its streams and consumers."""
+        its streams and consumers (a crash skips the goodbyes and the final commit)."""
         engine = self.jetstream
         if engine is None:
-            return
-        engine.signal_shutdown()
+            return None
+        if not crash:
+            engine.signal_shutdown()
         if self.jetstream_api is not None:
             self.jetstream_api.stop()
             self.jetstream_api = None
-        engine.stop()
+        temp_dir = engine.temp_dir
+        if crash:
+            engine.abandon()
+        else:
+            engine.stop(keep_files=keep_files)
         self.jetstream = None
+        return temp_dir if keep_files or crash else None
 
     async def serve_forever(self) -> None:
         """Wait until :meth:`stop` is called."""
@@ -111,27 +154,115 @@ class Server(Router):
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    # ----------------------------------------------------------------- test control
+
+    async def restart(self) -> None:
+        """Stop and start again on the same port, as a restarted nats-server: file streams and
+        their consumers' state are kept, memory streams are gone, clients are disconnected and
+        reconnect as they would. Fault rules and the clock carry on."""
+        await self._restart(crash=False)
+
+    async def crash(self) -> None:
+        """Like :meth:`restart`, without a clean shutdown: sockets are cut, nothing buffered is
+        committed, waiting pulls hear nothing (what a killed process leaves behind)."""
+        await self._restart(crash=True)
+
+    async def _restart(self, *, crash: bool) -> None:
+        if not self.running:
+            raise RuntimeError("the server is not running; start() it first")
+        port = self.port
+        self.log.info(f"minijs {'crash' if crash else 'restart'} requested")
+        temp_dir = await self._shutdown(keep_files=True, crash=crash)
+        self.config = self.config.with_overrides(port=port)
+        await self._startup(temp_dir)
+
+    def reset(self, *, disconnect: bool = False) -> None:
+        """Empty the server for the next test: every stream (KV buckets and object stores are
+        streams) and consumer, fault rules and their log, API counters, and a virtual clock
+        back to its start. Connections stay unless ``disconnect``."""
+        self.faults.reset()
+        clock_reset = getattr(self.clock, "reset", None)
+        if clock_reset is not None:
+            clock_reset()  # drops every timer: all of them belong to what is reset below
+        if self.jetstream is not None:
+            self.jetstream.reset()
+        if disconnect:
+            for conn in list(self.connections.values()):
+                conn.flush()
+                conn.close()
+        self.log.info("minijs reset")
+
+    # ----------------------------------------------------------------- inspection
+
+    def streams(self) -> list[snapshots.StreamSnapshot]:
+        """Snapshots of every stream (config, counts, sequences, consumers, subjects)."""
+        return snapshots.streams(self)
+
+    def stream(self, name: str) -> snapshots.StreamSnapshot:
+        return snapshots.stream(self, name)
+
+    def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
+                 limit: int = 1000) -> list[snapshots.MessageSnapshot]:
+        """Stored messages of ``stream`` (optionally matching ``subject``), in sequence order."""
+        return snapshots.messages(self, stream, subject=subject, start_seq=start_seq,
+                                  limit=limit)
+
+    def message(self, stream: str, seq: int) -> snapshots.MessageSnapshot | None:
+        return snapshots.message(self, stream, seq)
+
+    def consumer(self, stream: str, name: str) -> snapshots.ConsumerSnapshot:
+        """A consumer's delivered and ack-floor positions, pending acks (with delivery counts
+        and due times) and waiting pull requests."""
+        return snapshots.consumer(self, stream, name)
+
+    def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
+        """Open client connections: name, subscriptions, pending bytes."""
+        return snapshots.connections(self)
+
+    def fault_log(self) -> list[Any]:
+        """Every fault injected so far (see :attr:`faults`)."""
+        return list(self.faults.log)
+
+
 def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class ThreadFaults:
+    """``server.faults`` of a :class:`ServerThread`: each call runs on the server's loop."""
+
+    def __init__(self, thread: "ServerThread") -> None:
+        self._thread = thread
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._thread._server().faults, name)
+        if not callable(attr):
+            return self._thread.call(lambda: getattr(self._thread._server().faults, name))
+        return lambda *a, **kw: self._thread.call(attr, *a, **kw)
 
 
 class ServerThread:
     """A server on a background thread, for synchronous tests (unittest, Django, plain pytest).
 
     ``with ServerThread(port=0) as srv: connect(srv.client_url)``. The server's state stays
-    owned by that thread's event loop; this object only starts and stops it.
+    owned by that thread's event loop: every method here (inspection, reset, faults, restart)
+    runs there and returns its result, so a test never races the server. ``clock`` works as
+    for :class:`Server`; ``srv.clock.advance(30)`` is safe from the test's thread.
     """
 
-    def __init__(self, config: ServerConfig | None = None, **overrides: Any) -> None:
+    def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
+                 **overrides: Any) -> None:
         if config is None:
             overrides.setdefault("port", 0)  # a thread-run test server wants a free port
         self._config = config
         self._overrides = overrides
+        self._clock = make_clock(clock)
         self.server: Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self.faults = ThreadFaults(self)
 
     def start(self) -> "ServerThread":
         self._thread = threading.Thread(target=self._run, name="minijs-server", daemon=True)
@@ -146,7 +277,7 @@ class ServerThread:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self.server = Server(self._config, **self._overrides)
+            self.server = Server(self._config, clock=self._clock, **self._overrides)
             loop.run_until_complete(self.server.start())
         except BaseException as exc:  # reported to the starting thread
             self._error = exc
@@ -168,15 +299,73 @@ class ServerThread:
             future.result(timeout=10)
             self._thread.join(timeout=10)
 
+    def _server(self) -> Server:
+        if self.server is None:
+            raise RuntimeError("start() the ServerThread first")
+        return self.server
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn(*args, **kwargs)`` on the server's loop and return its result (a coroutine
+        function is awaited there)."""
+        server = self._server()
+        loop = self._loop
+        assert loop is not None
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("ServerThread.call from the server's own thread; call directly")
+
+        async def run() -> Any:
+            result = fn(*args, **kwargs)
+            if asyncio.iscoroutine(result):
+                result = await result
+            server.settle()
+            return result
+
+        future: concurrent.futures.Future = asyncio.run_coroutine_threadsafe(run(), loop)
+        return future.result(timeout=60)
+
+    # ----------------------------------------------------------------- the server's powers
+
+    @property
+    def clock(self) -> Clock:
+        return self._server().clock
+
+    def reset(self, *, disconnect: bool = False) -> None:
+        self.call(self._server().reset, disconnect=disconnect)
+
+    def restart(self) -> None:
+        self.call(self._server().restart)
+
+    def crash(self) -> None:
+        self.call(self._server().crash)
+
+    def streams(self) -> list[snapshots.StreamSnapshot]:
+        return self.call(self._server().streams)
+
+    def stream(self, name: str) -> snapshots.StreamSnapshot:
+        return self.call(self._server().stream, name)
+
+    def messages(self, stream: str, **kw: Any) -> list[snapshots.MessageSnapshot]:
+        return self.call(self._server().messages, stream, **kw)
+
+    def message(self, stream: str, seq: int) -> snapshots.MessageSnapshot | None:
+        return self.call(self._server().message, stream, seq)
+
+    def consumer(self, stream: str, name: str) -> snapshots.ConsumerSnapshot:
+        return self.call(self._server().consumer, stream, name)
+
+    def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
+        return self.call(self._server().connections_info)
+
+    def fault_log(self) -> list[Any]:
+        return self.call(self._server().fault_log)
+
     @property
     def client_url(self) -> str:
-        assert self.server is not None, "start() first"
-        return self.server.client_url
+        return self._server().client_url
 
     @property
     def port(self) -> int:
-        assert self.server is not None, "start() first"
-        return self.server.port
+        return self._server().port
 
     def __enter__(self) -> "ServerThread":
         return self.start()

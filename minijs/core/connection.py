@@ -2,7 +2,9 @@
 
 The connection feeds received bytes to the sans-IO :class:`~minijs.protocol.parser.Parser` and
 acts on the operations it yields: CONNECT and authentication, subscriptions, publishes handed to
-the server's router, keep-alive pings, verbose ``+OK`` and the exact ``-ERR`` lines. Output is
+the server's router, keep-alive pings, verbose ``+OK`` and the exact ``-ERR`` lines. Keep-alive,
+authentication and write deadlines follow real time even when the server's clock is virtual, so
+moving test time never disconnects a live client. Output is
 collected and written once per event-loop turn; a client whose unwritten output passes
 ``max_pending``, or whose socket stays blocked past ``write_deadline``, is cut as a slow
 consumer so it never stalls delivery to anyone else.
@@ -14,6 +16,7 @@ import json
 import random
 from typing import Any, Protocol
 
+from minijs.clock import REAL_CLOCK
 from minijs.core.subjects import is_valid_literal_subject, is_valid_subject
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
@@ -120,9 +123,8 @@ class Connection(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         server = self.server
-        clock = server.clock
-        self.start_time = clock.time()
-        self.last_in = clock.monotonic()
+        self.start_time = server.clock.time()
+        self.last_in = REAL_CLOCK.monotonic()
         peer = transport.get_extra_info("peername") or ("", 0)
         self.host, self.port = peer[0], peer[1]
         sock = transport.get_extra_info("socket")
@@ -139,14 +141,15 @@ class Connection(asyncio.Protocol):
             self.fail(ERR_MAX_CONNECTIONS)
             return
         if server.config.auth_required:
-            self._auth_timer = clock.call_later(server.config.auth_timeout, self._auth_expired)
+            self._auth_timer = REAL_CLOCK.call_later(server.config.auth_timeout,
+                                                     self._auth_expired)
         self._schedule_ping(first=True)
         server.log.debug(f"{self.host}:{self.port} - cid:{self.cid} - Client connection created")
 
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
-        self.last_in = self.server.clock.monotonic()
+        self.last_in = REAL_CLOCK.monotonic()
         try:
             self._process(self.parser.feed(data))
         finally:
@@ -159,7 +162,7 @@ class Connection(asyncio.Protocol):
         # The socket is not keeping up: a deadline starts, as nats-server's write deadline.
         self._paused = True
         if self._deadline_timer is None:
-            self._deadline_timer = self.server.clock.call_later(
+            self._deadline_timer = REAL_CLOCK.call_later(
                 self.server.config.write_deadline, self._write_deadline_expired)
 
     def resume_writing(self) -> None:
@@ -208,6 +211,13 @@ class Connection(asyncio.Protocol):
             self.send(wire.err(error))
         self.flush()
         self.close()
+
+    @property
+    def pending_bytes(self) -> int:
+        """Output queued for this client and not yet taken by the kernel."""
+        transport = self.transport
+        buffered = transport.get_write_buffer_size() if transport is not None else 0
+        return self._out_size + buffered
 
     def close(self) -> None:
         if self.closed:
@@ -265,14 +275,13 @@ class Connection(asyncio.Protocol):
             delay += delay * 0.2 * random.random()
         else:
             delay = interval
-        self._ping_timer = self.server.clock.call_later(delay, self._ping_tick)
+        self._ping_timer = REAL_CLOCK.call_later(delay, self._ping_tick)
 
     def _ping_tick(self) -> None:
         self._ping_timer = None
         if self.closed:
             return
-        clock = self.server.clock
-        now = clock.monotonic()
+        now = REAL_CLOCK.monotonic()
         config = self.server.config
         need_rtt = self.rtt == 0.0 or now - self.rtt_start > RTT_REFRESH
         if now - self.last_in > config.ping_interval or need_rtt:
@@ -324,7 +333,7 @@ class Connection(asyncio.Protocol):
             elif kind == OP_PONG:
                 self.pings_out = 0
                 if self.rtt_start:
-                    self.rtt = max(server.clock.monotonic() - self.rtt_start, 1e-9)
+                    self.rtt = max(REAL_CLOCK.monotonic() - self.rtt_start, 1e-9)
             elif kind == OP_CONNECT:
                 self._connect(op[1])
             elif kind == OP_CLOSE:

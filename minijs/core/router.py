@@ -88,6 +88,10 @@ class Router:
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
+        self._note_activity: Callable[[], None] | None = None
+        #: Fault injection (test control): an object with ``on_publish`` and ``on_deliver``
+        #: consulted for every message while it is set; None (no cost) otherwise.
+        self.fault_hook: Any = None
         self.running = False
 
     # ----------------------------------------------------------------- listener
@@ -101,6 +105,10 @@ class Router:
             lambda: Connection(self), host=config.host, port=port, reuse_address=True,
             backlog=1024)
         self.port = self._listener.sockets[0].getsockname()[1]
+        bind = getattr(self.clock, "bind", None)
+        if bind is not None:
+            bind(self._loop, self.settle)
+        self._note_activity = getattr(self.clock, "note_activity", None)
 
     def stop_listening(self) -> None:
         if self._listener is not None:
@@ -178,6 +186,15 @@ class Router:
             loop = self._loop or asyncio.get_running_loop()
             loop.call_soon(self._flush_all)
 
+    def settle(self) -> None:
+        """Commit buffered JetStream writes (releasing their acks) and write every queued
+        output now: what a virtual clock calls after firing timers."""
+        js = self.jetstream
+        if js is not None and js.has_dirty:
+            js.flush_dirty()
+        if self._dirty:
+            self._flush_all()
+
     def end_of_input(self) -> None:
         """A client's input chunk is processed: commit JetStream writes (which releases their
         pub acks) and write every client's queued output now, saving an event-loop turn of
@@ -188,6 +205,8 @@ class Router:
             js.flush_dirty()
         if self._dirty:
             self._flush_all()
+        if self._note_activity is not None:
+            self._note_activity()
 
     def _flush_all(self) -> None:
         self._flush_scheduled = False
@@ -242,6 +261,9 @@ class Router:
         Plain subscribers each get a copy; each queue group gives one to a random member. A
         requester that asked for no-responders gets the 503 status when nobody received it.
         """
+        hook = self.fault_hook
+        if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
+            return 1  # a fault rule took it (and answered, or hands it on later)
         result = self.sublist.match(subject)
         groups = result.groups
         delivered = 0
@@ -281,6 +303,9 @@ class Router:
         """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
         consumer deliveries keep the stored subject, which a plain publish cannot express.
         Returns the number of receivers."""
+        hook = self.fault_hook
+        if hook is not None and hook.on_deliver(target, subject, reply, hdr, data):
+            return 1  # a fault rule dropped or delayed it
         result = self.sublist.match(target)
         groups = result.groups
         delivered = 0

@@ -34,7 +34,7 @@ SYNC_INTERVAL = 120.0
 class JetStream:
     """JetStream for one server."""
 
-    def __init__(self, server: MessageBus) -> None:
+    def __init__(self, server: MessageBus, *, temp_dir: str | None = None) -> None:
         self.server = server
         self.clock = server.clock
         self.log = server.log
@@ -42,7 +42,9 @@ class JetStream:
         self.api_total = 0
         self.api_errors = 0
         config = server.config
-        self._temp_dir: str | None = None
+        #: File streams' private directory when no store directory is configured (kept across
+        #: a restart of the same server, removed at its shutdown).
+        self._temp_dir: str | None = temp_dir
         self.store_dir: str | None = config.store_dir
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
@@ -58,12 +60,15 @@ class JetStream:
         if self.store_dir:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
             self._recover()
+        elif self._temp_dir is not None:
+            self._recover()
         self.started = True
         where = self.store_dir or "(memory only; file streams use a temporary directory)"
         self.log.info("Starting JetStream")
         self.log.info(f"  Storage directory:  {where}")
         self.log.info("  API level:          5")
-        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
+        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+                                                housekeeping=True)
 
     def signal_shutdown(self) -> None:
         """The server is going down: waiting pull requests are told (409 Server Shutdown)."""
@@ -71,11 +76,10 @@ class JetStream:
             for consumer in stream.consumers.values():
                 consumer.signal_shutdown()
 
-    def stop(self) -> None:
-        """Close every stream and consumer (state kept on disk for file streams)."""
-        if self._sync_timer is not None:
-            self._sync_timer.cancel()
-            self._sync_timer = None
+    def stop(self, *, keep_files: bool = False) -> None:
+        """Close every stream and consumer (state kept on disk for file streams). The private
+        temporary directory of file streams is removed unless ``keep_files`` (a restart)."""
+        self._cancel_sync()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
@@ -83,8 +87,51 @@ class JetStream:
                 stream.close()
             except Exception as exc:  # keep closing the others
                 self.log.error(f"closing stream {stream.name}: {exc}")
+        self._finish(keep_files)
+
+    def abandon(self) -> None:
+        """Stop as a killed process would: nothing buffered is committed, no ack is sent, the
+        files stay as they are (a simulated crash)."""
+        self._cancel_sync()
+        self._dirty.clear()
+        for stream in list(self.streams.values()):
+            for consumer in list(stream.consumers.values()):
+                consumer.stop()
+            try:
+                stream.abandon()
+            except Exception as exc:
+                self.log.error(f"abandoning stream {stream.name}: {exc}")
+        self._finish(True)
+
+    def reset(self) -> None:
+        """Delete every stream (with its consumers and files) and zero the API counters,
+        without advisories: the empty engine of a fresh start."""
+        self._cancel_sync()
+        self._dirty.clear()
+        for stream in list(self.streams.values()):
+            for consumer in list(stream.consumers.values()):
+                consumer.delete()
+            stream.consumers.clear()
+            stream.delete()
         self.streams.clear()
-        if self._temp_dir is not None:
+        self.api_total = 0
+        self.api_errors = 0
+        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+                                                housekeeping=True)
+
+    @property
+    def temp_dir(self) -> str | None:
+        """The private directory of file streams when no store directory is configured."""
+        return self._temp_dir
+
+    def _cancel_sync(self) -> None:
+        if self._sync_timer is not None:
+            self._sync_timer.cancel()
+            self._sync_timer = None
+
+    def _finish(self, keep_files: bool) -> None:
+        self.streams.clear()
+        if self._temp_dir is not None and not keep_files:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
         self.started = False
@@ -94,7 +141,8 @@ class JetStream:
             sync = getattr(stream.store, "sync", None)
             if sync is not None:
                 sync()
-        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync)
+        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+                                                housekeeping=True)
 
     def _streams_dir(self) -> Path:
         if self.store_dir:

@@ -189,6 +189,12 @@ class Stream:
         self.flush()
         self.store.close()
 
+    def abandon(self) -> None:
+        """Stop without committing buffered writes or sending their acks (a simulated crash)."""
+        self.stop()
+        self._pending_acks = []
+        self.store.abandon()
+
     def delete(self) -> None:
         """Stop and remove all data."""
         self.stop()
@@ -458,9 +464,12 @@ class Stream:
             if self._expiry_at <= when:
                 return
             self._expiry_timer.cancel()
-        # A hair late rather than early: a timer that fires before its due time would find
-        # nothing to expire and re-arm itself with no delay.
-        delay = max(0.001, (when - self.clock.time_ns()) / 1e9 + 1e-6)
+        delay = (when - self.clock.time_ns()) / 1e9
+        if not self.clock.virtual:
+            # A hair late rather than early on real time: a loop timer that fires before its
+            # due time would find nothing to expire and re-arm itself with no delay. A virtual
+            # clock fires exactly at the due time.
+            delay = max(0.001, delay + 1e-6)
         self._expiry_at = when
         self._expiry_timer = self.clock.call_later(delay, self._expire)
 

@@ -387,6 +387,10 @@ class Store(Protocol):
     def delete(self) -> None:
         """Close and remove all data (files)."""
 
+    def abandon(self) -> None:
+        """Release resources without committing buffered writes (a simulated crash: what was
+        not yet committed is lost, as in a killed process)."""
+
 
 # --------------------------------------------------------------------------------------------
 # shared implementation
@@ -982,6 +986,9 @@ class IndexedStore:
         self._closed = True
 
     def delete(self) -> None:
+        self._closed = True
+
+    def abandon(self) -> None:
         self._closed = True
 
     def __repr__(self) -> str:

@@ -358,6 +358,20 @@ class LmdbStore(IndexedStore):
             finally:
                 self._env.close()
 
+    def abandon(self) -> None:
+        if self._closed:
+            return
+        self._pending = {}
+        self._pending_del = set()
+        self._pending_meta = {}
+        self._pending_bytes = 0
+        self._dirty = False
+        self._drop_below = 0
+        self._drop_reader()
+        self._recent = {}
+        self._closed = True
+        self._env.close()
+
     def delete(self) -> None:
         if not self._closed:
             self._drop_reader()
