@@ -1,6 +1,7 @@
 # minijs: a pure-Python NATS server for tests, as a drop-in for the nats-server image.
 #   docker build -t minijs . && docker run -p 4222:4222 -p 8222:8222 -v minijs-data:/data minijs
 # Extra nats-server flags replace CMD:  docker run minijs -js -a 0.0.0.0 -p 4222 -m 8222 -DV
+# Test control for any language:        docker run -e MINIJS_CONTROL=1 -e MINIJS_CLOCK=virtual ...
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

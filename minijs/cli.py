@@ -51,6 +51,12 @@ Authorization Options:
         --pass <password>            Password required for connections
         --auth <token>               Authorization token required for connections
 
+Test Control (minijs only):
+        --control                    Serve the $MINIJS.> control plane (also MINIJS_CONTROL=1)
+        --control_user <user>        With auth configured, the only user the plane answers
+        --clock <wall|virtual|auto>  Server time: real, moved by $MINIJS.CLOCK.ADVANCE, or
+                                     jumping to the next timer when idle (also MINIJS_CLOCK)
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -90,6 +96,9 @@ _flag(("sd", "store_dir"), "store_dir", "str")
 _flag(("user",), "user", "str")
 _flag(("pass",), "password", "str")
 _flag(("auth",), "token", "str")
+_flag(("control",), "control", "bool")
+_flag(("control_user",), "control_user", "str")
+_flag(("clock",), "clock", "str")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
@@ -203,9 +212,14 @@ def build_config(given: dict[str, Any]) -> Any:
         config = load_config(path, config)
     overrides: dict[str, Any] = {}
     for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
-                 "token", "max_payload", "jetstream", "debug", "trace"):
+                 "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user"):
         if dest in given:
             overrides[dest] = given[dest]
+    if "control" not in given and os.environ.get("MINIJS_CONTROL", "") not in ("", "0"):
+        if os.environ["MINIJS_CONTROL"] not in _TRUE:
+            raise UsageError(f'invalid value "{os.environ["MINIJS_CONTROL"]}" for MINIJS_CONTROL:'
+                             " use 1 or 0")
+        overrides["control"] = True
     # As in nats-server, a port flag of 0 means "not given"; -1 (any negative) means random.
     for dest, flag in (("port", "-p"), ("http_port", "-m")):
         value = given.get(dest, 0)
@@ -216,6 +230,17 @@ def build_config(given: dict[str, Any]) -> Any:
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     return config.with_overrides(**overrides)
+
+
+CLOCKS = ("wall", "virtual", "auto")
+
+
+def clock_choice(given: dict[str, Any]) -> str:
+    """The server clock from ``--clock`` or ``MINIJS_CLOCK`` (default: wall)."""
+    value = given.get("clock") or os.environ.get("MINIJS_CLOCK") or "wall"
+    if value not in CLOCKS:
+        raise UsageError(f'invalid value "{value}" for flag -clock: use wall, virtual or auto')
+    return value
 
 
 def version_line() -> str:
@@ -249,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = build_config(given)
+        clock = clock_choice(given)
     except (ConfigError, UsageError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -272,32 +298,32 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
     try:
-        return _run(config, log_stream)
+        return _run(config, log_stream, clock)
     finally:
         if log_stream is not None:
             log_stream.close()
 
 
-def _run(config: Any, log_stream: TextIO | None) -> int:
+def _run(config: Any, log_stream: TextIO | None, clock: str = "wall") -> int:
     import asyncio
 
     from minijs.log import Logger
 
     logger = Logger(log_stream, debug=config.debug, trace=config.trace)
     try:
-        return asyncio.run(_serve(config, logger))
+        return asyncio.run(_serve(config, logger, clock))
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         return 130
 
 
-async def _serve(config: Any, logger: Any) -> int:
+async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
     """Start, write the pid file, wait for SIGTERM/SIGINT, stop gracefully."""
     import asyncio
     import signal
 
     from minijs.server import Server
 
-    server = Server(config, logger=logger)
+    server = Server(config, logger=logger, clock=clock)
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
     main_task = asyncio.current_task()

