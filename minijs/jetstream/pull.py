@@ -1,0 +1,352 @@
+"""Pull requests: ``CONSUMER.MSG.NEXT`` bodies, the queue of waiting requests and the dispatch
+of messages to them (reference ``jetstream-behavior.md`` §5; ``jetstream-api.md`` §10).
+
+A request body is decoded as nats-server's ``nextReqFromMsg`` does (:func:`parse_next_request`)
+and then, in ``processNextMsgRequest``'s order, refused at once or queued:
+
+* ``409 Consumer is push based``; ``400 Bad Request - <why>`` for a body that does not decode
+  (or asks for a heartbeat over half its expiry); ``409 Exceeded MaxRequestBatch of N``,
+  ``409 Exceeded MaxRequestExpires of D``, ``409 Exceeded MaxRequestMaxBytes of N`` against the
+  consumer's limits; the priority-group checks (400 / 423);
+* a ``no_wait`` request hears ``404 No Messages`` when nothing is available and it has no
+  expiry, and ``408 Requests Pending`` when the waiting requests already claim more than is
+  available;
+* a full queue (``max_waiting``, after dropping requests nobody listens to) answers
+  ``409 Exceeded MaxWaiting`` — silently for a request with a heartbeat, as nats-server does.
+
+Invariants:
+
+* ``waiting`` holds the requests that still want a message, FIFO (ordered by priority, FIFO
+  within one, under ``prioritized``), never more than ``max_waiting`` of them. A request with
+  ``batch`` ≤ 0 still wants one message.
+* A request leaves ``waiting`` exactly once, and its timers are cancelled as it leaves: batch
+  done (``409 Batch Completed`` when it still had byte budget left), ``expires`` reached
+  (``408 Request Timeout``), the next message over its byte budget (``409 Message Size Exceeds
+  MaxBytes``), a ``no_wait`` request once the stream has nothing left (``404 No Messages``
+  when it got something or cannot wait), its reply subject lost interest (silently), the
+  consumer deleted (``409 Consumer Deleted``) or stopped (silently). Every status that ends
+  a request with something still owed carries ``Nats-Pending-Messages`` and
+  ``Nats-Pending-Bytes``.
+* Dispatch is round-robin: the head request takes one message and goes to the tail; nothing is
+  dispatched while the consumer is paused. A message's size against a byte budget is what
+  nats-server counts: subject, ack reply subject, headers and data.
+* A request with ``idle_heartbeat`` hears ``100 Idle Heartbeat`` (last consumer and stream
+  sequences) after each such interval without a delivery to it.
+
+The mixin works on the consumer's shared state through ``self``: the next message comes from
+the consumer's ``_peek`` and is committed by its ``_deliver``; under a priority policy the
+request that takes it is chosen by the priority-group mixin.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from typing import Any, NamedTuple
+
+from minijs.jetstream import headers as H
+from minijs.jetstream import jsonfmt as J
+from minijs.protocol import wire
+
+#: ``CONSUMER.MSG.NEXT`` JSON body (``JSApiConsumerGetNextRequest``, lenient: unknown fields
+#: ignored). The Go struct is anonymous in error texts (``Go struct field .batch``).
+NEXT_REQUEST = J.Struct("", {
+    "expires": J.DURATION,
+    "batch": J.INT,
+    "max_bytes": J.INT,
+    "no_wait": J.BOOL,
+    "idle_heartbeat": J.DURATION,
+    "group": J.STRING,
+    "min_pending": J.INT64,
+    "min_ack_pending": J.INT64,
+    "id": J.STRING,
+    "priority": J.INT,
+})
+
+
+#: Sort key of a request without a priority (a plain-text ``MSG.NEXT`` body) in a
+#: ``prioritized`` wait queue: after every request that names one (Go's ``math.MaxInt32``).
+_NO_PRIORITY = 2**31 - 1
+
+
+@dataclasses.dataclass
+class PriorityGroup:
+    """The priority-group fields of a JSON ``MSG.NEXT`` body (ADR-42; nats-server
+    ``PriorityGroup``). Every JSON request has one, even when it names no group."""
+
+    group: str = ""
+    min_pending: int = 0
+    min_ack_pending: int = 0
+    id: str = ""
+    priority: int = 0
+
+
+class NextRequest(NamedTuple):
+    """A decoded ``MSG.NEXT`` body; ``pg`` is None unless the body was JSON."""
+
+    batch: int
+    max_bytes: int = 0
+    no_wait: bool = False
+    expires: int = 0
+    hb: int = 0
+    pg: PriorityGroup | None = None
+
+
+class PullRequest:
+    """One waiting ``MSG.NEXT`` request. ``n`` is the batch still wanted (a request asking for
+    ``batch`` ≤ 0 still gets one message, then reports ``n`` ≤ 0 like the server), ``b`` the byte
+    budget left (``max_bytes`` 0 = unlimited), ``pg`` its priority group (JSON bodies only)."""
+
+    __slots__ = ("b", "delivered", "expires", "hb", "hb_timer", "max_bytes", "n", "no_wait",
+                 "pg", "reply", "timer")
+
+    def __init__(self, reply: bytes, batch: int, max_bytes: int, no_wait: bool, expires: int,
+                 hb: int, pg: PriorityGroup | None = None) -> None:
+        self.reply = reply
+        self.n = batch
+        self.max_bytes = max_bytes
+        self.b = max_bytes
+        self.no_wait = no_wait
+        self.expires = expires
+        self.hb = hb
+        self.delivered = 0
+        self.timer: Any = None
+        self.hb_timer: Any = None
+        self.pg = pg
+
+    @property
+    def priority(self) -> int:
+        return self.pg.priority if self.pg is not None else _NO_PRIORITY
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.hb_timer is not None:
+            self.hb_timer.cancel()
+            self.hb_timer = None
+
+    def pending_headers(self) -> list[tuple[str, str]]:
+        return [("Nats-Pending-Messages", str(self.n)), ("Nats-Pending-Bytes", str(self.b))]
+
+
+def parse_next_request(payload: bytes) -> NextRequest:
+    """``nextReqFromMsg``: body → :class:`NextRequest`.
+
+    Empty → batch 1; an integer text → that batch; other text → batch 1; JSON (starts with
+    ``{``) decoded leniently, with its priority-group fields. Raises ``ValueError`` with the
+    text that follows ``Bad Request -``.
+    """
+    req = payload.strip()
+    if not req:
+        return NextRequest(1)
+    if req[:1] == b"{":
+        from minijs.jetstream.errors import ApiError
+
+        try:
+            d = J.decode_lenient(req, NEXT_REQUEST)
+        except ApiError as exc:
+            text = exc.description
+            if text.startswith("invalid JSON: "):
+                text = text[len("invalid JSON: "):]
+            raise ValueError(text) from None
+        hb = d.get("idle_heartbeat", 0)
+        expires = d.get("expires", 0)
+        if hb > 0 and hb * 2 > expires:
+            raise ValueError("heartbeat value too large")
+        pg = PriorityGroup(d.get("group") or "", d.get("min_pending", 0),
+                           d.get("min_ack_pending", 0), d.get("id") or "", d.get("priority", 0))
+        return NextRequest(d.get("batch", 0), d.get("max_bytes", 0), bool(d.get("no_wait")),
+                           expires, hb, pg)
+    try:
+        return NextRequest(int(req.decode("ascii")))
+    except (UnicodeDecodeError, ValueError):
+        return NextRequest(1)
+
+
+def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) -> bytes:
+    return wire.status_header(code, text, pairs)
+
+
+class PullDelivery:
+    """``MSG.NEXT`` requests of a :class:`~minijs.jetstream.consumer.Consumer`: queueing,
+    expiry, heartbeats and the dispatch of messages to them."""
+
+    def next_request(self, reply: bytes, payload: bytes) -> None:
+        """``processNextMsgRequest``: reject, answer at once, or queue the request."""
+        if self.closed:
+            return
+        cfg = self.config
+        if cfg.deliver_subject:
+            self._send(reply, _status(409, "Consumer is push based"))
+            return
+        self._last_request = self.clock.monotonic()
+        try:
+            batch, max_bytes, no_wait, expires, hb, pg = parse_next_request(payload)
+        except ValueError as exc:
+            self._send(reply, _status(400, f"Bad Request - {exc}"))
+            return
+        if cfg.max_batch > 0 and batch > cfg.max_batch:
+            self._send(reply, _status(409, f"Exceeded MaxRequestBatch of {cfg.max_batch}"))
+            return
+        if expires > 0 and cfg.max_expires > 0 and expires > cfg.max_expires:
+            self._send(reply, _status(409, "Exceeded MaxRequestExpires of "
+                                      + J.go_duration(cfg.max_expires)))
+            return
+        if max_bytes > 0 and cfg.max_bytes > 0 and max_bytes > cfg.max_bytes:
+            self._send(reply, _status(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"))
+            return
+        if pg is not None:
+            problem = self._check_priority(pg)
+            if problem:
+                code, text = problem
+                self._send(reply, _status(code, text))
+                return
+        if len(self.waiting) >= cfg.max_waiting:
+            self._prune_waiting()
+        if no_wait:
+            available = self.num_pending() + len(self.rdq)
+            if available == 0 and expires == 0:
+                self._send(reply, _status(404, "No Messages"))
+                return
+            if available > 0:
+                claimed = sum(max(wr.n, 1) for wr in self.waiting)
+                if available < claimed:
+                    self._send(reply, _status(408, "Requests Pending"))
+                    return
+        if len(self.waiting) >= cfg.max_waiting:
+            if hb == 0:
+                self._send(reply, _status(409, "Exceeded MaxWaiting"))
+            return
+        wr = PullRequest(reply, batch, max_bytes, no_wait, expires, hb, pg)
+        if expires > 0:
+            wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)
+        if hb > 0:
+            wr.hb_timer = self.clock.call_later(hb / 1e9, self._heartbeat, wr)
+        if cfg.priority_policy == "prioritized":
+            self._insert_by_priority(wr)
+        else:
+            self.waiting.append(wr)
+        self._dispatch()
+
+    def _prune_waiting(self) -> None:
+        """Drop requests nobody listens to any more (their reply subject lost interest)."""
+        has_interest = self.server.has_interest
+        keep: deque[PullRequest] = deque()
+        for wr in self.waiting:
+            if has_interest(wr.reply):
+                keep.append(wr)
+            else:
+                wr.cancel()
+        self.waiting = keep
+
+    def _expire_request(self, wr: PullRequest) -> None:
+        wr.timer = None
+        try:
+            self.waiting.remove(wr)
+        except ValueError:
+            return
+        wr.cancel()
+        self._send(wr.reply, _status(408, "Request Timeout", wr.pending_headers()))
+
+    def _heartbeat(self, wr: PullRequest) -> None:
+        wr.hb_timer = None
+        if self.closed or wr not in self.waiting:
+            return
+        self._send(wr.reply, _status(100, "Idle Heartbeat", self._last_delivered_headers()))
+        wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+
+    def _finish(self, wr: PullRequest) -> None:
+        """Remove the head request ``wr`` (it got its batch or ended)."""
+        self.waiting.popleft()
+        wr.cancel()
+
+    def _dispatch(self) -> None:
+        """Hand available messages to waiting requests, head first, round-robin (priority
+        order for ``prioritized``; the pinned client only for ``pinned_client``)."""
+        if self.is_paused():
+            return
+        has_interest = self.server.has_interest
+        waiting = self.waiting
+        policy = self.config.priority_policy
+        plain = policy == "none"
+        pinned = policy == "pinned_client"
+        prioritized = policy == "prioritized"
+        while waiting and not self.closed:
+            wr = waiting[0]
+            if not has_interest(wr.reply):
+                self._finish(wr)
+                continue
+            nxt = self._peek()
+            if nxt is None:
+                break
+            sm, dc = nxt
+            subject = sm.subject.encode()
+            hdr, data = self._payload(sm)
+            size = 0
+            if plain:
+                # The head request takes it (its interest was just checked), budget allowing.
+                if wr.b > 0:
+                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
+                    size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                    if size > wr.b:
+                        self._end_head(wr, 409, "Message Size Exceeds MaxBytes")
+                        continue
+            else:
+                chosen = self._next_waiting(sm, dc, subject, hdr, data)
+                if chosen is None:
+                    break
+                wr, size = chosen
+            if self._replay and self._lts and self._replay_wait(sm.ts):
+                break
+            if wr.b > 0:
+                wr.b -= size
+                if wr.b == 0:
+                    wr.n = 1  # the budget is spent: this delivery ends the request
+            if pinned:
+                hdr = H.append(hdr, [("Nats-Pin-Id", self.pin_id)])
+            self._deliver(wr.reply, subject, hdr, data, sm, dc)
+            wr.n -= 1
+            wr.delivered += 1
+            if wr.hb_timer is not None:
+                wr.hb_timer.cancel()
+                wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+            if wr.n > 0:
+                if prioritized and len(waiting) > 1:
+                    waiting.popleft()
+                    self._insert_by_priority(wr)
+                else:
+                    waiting.rotate(-1)
+            else:
+                self._finish(wr)
+                if wr.b > 0:
+                    self._send(wr.reply, _status(409, "Batch Completed", wr.pending_headers()))
+        if self._replay:
+            self._replay_caught_up()
+        if waiting and not self.closed and not self.rdq and self.num_pending() == 0:
+            # Nothing left in the stream: no-wait requests end now (404 when they got
+            # something or cannot wait; with expires and nothing delivered they keep waiting).
+            keep: deque[PullRequest] = deque()
+            for wr in waiting:
+                if wr.no_wait and (wr.delivered > 0 or wr.expires == 0):
+                    wr.cancel()
+                    self._send(wr.reply, _status(404, "No Messages"))
+                else:
+                    keep.append(wr)
+            self.waiting = keep
+
+    def _end_head(self, wr: PullRequest, code: int, text: str) -> None:
+        """End the head request with a status carrying what it still wanted."""
+        self._finish(wr)
+        self._send(wr.reply, _status(code, text, wr.pending_headers()))
+
+    def _send(self, reply: bytes, hdr: bytes) -> None:
+        self.server.publish(reply, None, hdr, b"")
+
+    def signal_shutdown(self) -> None:
+        """Server shutdown (``signalPullConsumers``): each waiting request's reply subject
+        hears ``409 Server Shutdown`` with what it still wanted (once per subject)."""
+        told: set[bytes] = set()
+        for wr in self.waiting:
+            if wr.reply not in told:
+                told.add(wr.reply)
+                self._send(wr.reply, _status(409, "Server Shutdown", wr.pending_headers()))
