@@ -261,7 +261,12 @@ class AckTracking:
             if self._ack_timer_at <= when:
                 return
             self._ack_timer.cancel()
-        delay = max(0.0, (when - self.clock.time_ns()) / 1e9) + 0.001
+        delay = max(0.0, (when - self.clock.time_ns()) / 1e9)
+        if not getattr(self.clock, "virtual", False):
+            # On real time a hair late rather than early (a loop timer may fire a little
+            # before its due time, find nothing expired and re-arm); a virtual clock fires a
+            # timer exactly when it is due, so advance(ack_wait) redelivers.
+            delay += 0.001
         self._ack_timer_at = when
         self._ack_timer = self.clock.call_later(delay, self._check_pending)
 

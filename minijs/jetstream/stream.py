@@ -465,7 +465,7 @@ class Stream:
                 return
             self._expiry_timer.cancel()
         delay = (when - self.clock.time_ns()) / 1e9
-        if not self.clock.virtual:
+        if not getattr(self.clock, "virtual", False):
             # A hair late rather than early on real time: a loop timer that fires before its
             # due time would find nothing to expire and re-arm itself with no delay. A virtual
             # clock fires exactly at the due time.
