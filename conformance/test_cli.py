@@ -145,3 +145,26 @@ def test_ports_file_dir(target: str, spawn: SpawnFn, tmp_path: Any) -> None:
     srv.proc.send_signal(signal.SIGTERM)
     assert srv.proc.wait(5) == 0
     assert not files[0].exists()
+
+
+def test_store_dir_that_is_a_file_stops_startup(target: str, tmp_path: Any) -> None:
+    """``-js -sd FILE``: the server refuses to start, exits 1, and its fatal log line names the
+    cause (``Can't start JetStream: storage directory is not a directory``)."""
+    import subprocess
+
+    from conformance.servers import URL_TARGET, command_for
+
+    if target == URL_TARGET:
+        import pytest
+
+        pytest.skip("needs a specially configured server; not possible with --url")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    proc = subprocess.run(command_for(target) + ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd",
+                                                 str(blocker)],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 1
+    fatal = [ln for ln in proc.stderr.splitlines() if "[FTL]" in ln]
+    assert fatal and fatal[-1].endswith(
+        "[FTL] Can't start JetStream: storage directory is not a directory"), proc.stderr
+    assert "Server is ready" not in proc.stderr

@@ -352,8 +352,14 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
             except OSError as exc:
                 logger.fatal(f"Could not write pidfile: {exc}")
                 return 1
+        from minijs.jetstream.engine import StoreDirError
+
         try:
             await server.start()
+        except StoreDirError as exc:
+            logger.info("Starting JetStream")
+            logger.fatal(f"Can't start JetStream: {exc}")
+            return 1
         except OSError as exc:
             logger.fatal(_start_error(config, exc))
             return 1

@@ -83,6 +83,10 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if config.jetstream and config.store_dir and self.jetstream is None:
+            from minijs.jetstream.engine import check_store_dir
+
+            check_store_dir(config.store_dir)  # as nats-server: before the port is bound
         await self.listen()
         self.running = True
         if config.http_port is not None:
