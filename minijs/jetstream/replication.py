@@ -174,6 +174,9 @@ class Link:
             self.filters = [(spec.get("filter_subject") or None, None)]
         self._single = self.filters[0][0] if len(self.filters) == 1 else None
         self.sseq = 0
+        #: sources: the origin sequence of the last message stored (duplicates dropped are not):
+        #: what info reports as ``seq`` and what a restart resumes after
+        self.stored = 0
         self._scan = 0          # next origin sequence to look at
         self.lag = 0
         self.err: dict | None = None
@@ -426,7 +429,9 @@ class Link:
                 hdr = _remove_header(sm.hdr, b"Nats-Stream-Source")
                 hdr = _strip_feed_headers(hdr)
                 hdr = H.append(hdr, [(H.STREAM_SOURCE, self._source_header(sm))])
-                target.store_replicated(self._subject_for(sm.subject), hdr, sm.data)
+                if target.store_replicated(self._subject_for(sm.subject), hdr, sm.data):
+                    self.stored = sm.seq
+                    self.owner.save_position(self)
         except E.ApiError as exc:
             self.host.log.warn(
                 f"Error processing inbound {'mirror' if self.mirror else 'source'} message for "
@@ -436,8 +441,6 @@ class Link:
             return False
         self.sseq = sm.seq
         self._scan = sm.seq + 1
-        if not self.mirror:
-            self.owner.save_position(self)
         return True
 
     def _source_header(self, sm: StoredMessage) -> str:
@@ -505,8 +508,8 @@ class Link:
     def info(self) -> dict:
         """``StreamSourceInfo`` as nats-server 2.15.1 emits it."""
         out: dict[str, Any] = {"name": self.name, "lag": self.lag}
-        if not self.mirror and self.sseq:
-            out["seq"] = self.sseq
+        if not self.mirror and self.stored:
+            out["seq"] = self.stored
         last = self._last_activity()
         out["active"] = -1 if not last else max(self.clock.time_ns() - last, 0)
         if self.err is not None:
@@ -596,7 +599,7 @@ class Replicator:
             keep.append(link)
         for link in by_iname.values():
             self._remove(link, count=False)  # counted with the consumer deletes above
-            self._forget_position(link)
+            self.forget_position(link)
         keep = [ln for ln in links if ln.mirror] + keep
         if keep:
             self.links[stream.name] = keep
@@ -675,9 +678,9 @@ class Replicator:
         store = link.target.store
         if store.storage == "file":
             store.put_meta(_META_PREFIX + link.iname,
-                           J.dumps({"seq": link.sseq, "ident": link.ident}))
+                           J.dumps({"seq": link.stored, "ident": link.ident}))
 
-    def _forget_position(self, link: Link) -> None:
+    def forget_position(self, link: Link) -> None:
         store = link.target.store
         if store.storage == "file" and not store.closed:
             store.delete_meta(_META_PREFIX + link.iname)
@@ -694,7 +697,7 @@ class Replicator:
             raw = store.get_meta(_META_PREFIX + link.iname) if store.storage == "file" else None
             if raw is not None:
                 doc = J.parse_json(raw)
-                link.sseq = int(doc.get("seq", 0))
+                link.sseq = link.stored = int(doc.get("seq", 0))
                 link.ident = doc.get("ident", "")
                 link.known = True
             else:
@@ -717,7 +720,7 @@ class Replicator:
             if link is None:
                 continue
             try:
-                link.sseq = int(fields[1])
+                link.sseq = link.stored = int(fields[1])
             except ValueError:
                 continue
             link.ident = fields[5] if len(fields) >= 6 else ""
