@@ -11,15 +11,16 @@ so every wait polls (``wait_for``); nothing depends on how long the follower tak
 """
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
-import time
 from typing import Any
 
+import nats.errors
+import nats.js.errors
 import pytest
 
 from conformance.jshelpers import (
-    DYNAMIC_METADATA,
     TIMESTAMP,
     TYPE_PREFIX,
     JsClient,
@@ -598,3 +599,101 @@ def test_source_origin_created_late_deleted_and_recreated(target: str, js: JsCli
     assert base64.b64decode(m["data"]) == b"second life"
     assert hdrs(m) == header_block(("Nats-Stream-Source", source_header(js, a, 1, f"{p}.y")))
     assert identity(js, a) != first_ident
+
+
+# ---------------------------------------------------------------------- Key-Value on top
+
+
+async def expecting_keys(call: Any, tries: int = 3) -> Any:
+    """``kv.keys()`` when keys exist: nats-py may end it early with NoKeysError when a
+    CONSUMER.INFO reply overtakes the first deliveries (see conformance/test_kv.py); try
+    again, as an application would."""
+    for attempt in range(tries):
+        try:
+            return await asyncio.wait_for(call(), 10)
+        except nats.js.errors.NoKeysError:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _kv_stream_config(**kw: Any) -> Any:
+    """A StreamConfig shaped like a nats-py bucket's (history 1, rollups, discard new)."""
+    from nats.js.api import DiscardPolicy, StreamConfig
+
+    base = dict(max_msgs_per_subject=1, allow_rollup_hdrs=True, deny_delete=True,
+                discard=DiscardPolicy.NEW, allow_msg_ttl=True)
+    base.update(kw)
+    return StreamConfig(**base)
+
+
+async def test_kv_mirror_bucket_reads_through(target: str, js_nats: Any, js: JsClient) -> None:
+    """A read-only replica of a nats-py bucket: stream ``KV_<replica>`` mirroring
+    ``KV_<bucket>`` with the ``$KV.<bucket>.>`` → ``$KV.<replica>.>`` transform. nats-py opens it
+    as a bucket and reads every key (also deletes) through the mirror, live; the replica takes
+    no writes."""
+    from nats.js.api import StreamSource, SubjectTransform
+
+    nc = await js_nats()
+    jsc = nc.jetstream()
+    bucket, replica = unique_name("KV"), unique_name("KV")
+    kv = await jsc.create_key_value(bucket=bucket, direct=True)
+    js.created += [f"KV_{bucket}", f"KV_{replica}"]
+    await kv.put("a", b"1")
+    await kv.put("b", b"2")
+    await kv.put("a", b"3")
+    await jsc.add_stream(_kv_stream_config(
+        name=f"KV_{replica}", allow_direct=True,
+        mirror=StreamSource(name=f"KV_{bucket}", subject_transforms=[
+            SubjectTransform(src=f"$KV.{bucket}.>", dest=f"$KV.{replica}.>")])))
+    info = js.info(f"KV_{replica}")
+    assert info["config"]["mirror_direct"] is True and "subjects" not in info["config"]
+    wait_for(lambda: js.state(f"KV_{replica}")["last_seq"] == 3)
+    rkv = await jsc.key_value(replica)
+    entry = await rkv.get("a")
+    assert (entry.key, entry.value, entry.revision) == ("a", b"3", 3)
+    await kv.delete("b")
+    wait_for(lambda: js.state(f"KV_{replica}")["last_seq"] == 4)
+    with pytest.raises(nats.js.errors.KeyNotFoundError):
+        await rkv.get("b")
+    st = js.state(f"KV_{replica}")
+    assert (st["messages"], st["first_seq"], st["last_seq"]) == (2, 3, 4)
+    with pytest.raises(nats.js.errors.NoStreamResponseError):
+        await rkv.put("c", b"no")
+
+
+async def test_kv_sourced_bucket_aggregates(target: str, js_nats: Any, js: JsClient) -> None:
+    """A bucket fed by two others: ``KV_<agg>`` on ``$KV.<agg>.>`` sourcing both with
+    ``$KV.<src>.>`` → ``$KV.<agg>.>`` transforms. nats-py reads sourced keys (revisions are the
+    aggregate's own sequences), writes its own, and keys/history see both."""
+    from nats.js.api import StreamSource, SubjectTransform
+
+    nc = await js_nats()
+    jsc = nc.jetstream()
+    b1, b2, agg = unique_name("KV"), unique_name("KV"), unique_name("KV")
+    kv1 = await jsc.create_key_value(bucket=b1)
+    kv2 = await jsc.create_key_value(bucket=b2)
+    js.created += [f"KV_{b1}", f"KV_{b2}", f"KV_{agg}"]
+    await kv1.put("x", b"from1")
+    await kv2.put("y", b"from2")
+
+    def src(b: str) -> StreamSource:
+        return StreamSource(name=f"KV_{b}", subject_transforms=[
+            SubjectTransform(src=f"$KV.{b}.>", dest=f"$KV.{agg}.>")])
+
+    await jsc.add_stream(_kv_stream_config(name=f"KV_{agg}", subjects=[f"$KV.{agg}.>"],
+                                           sources=[src(b1), src(b2)]))
+    wait_messages(js, f"KV_{agg}", 2)
+    akv = await jsc.key_value(agg)
+    x, y = await akv.get("x"), await akv.get("y")
+    assert (x.value, y.value) == (b"from1", b"from2")
+    assert sorted([x.revision, y.revision]) == [1, 2]
+    assert await akv.put("z", b"own") == 3
+    await kv1.put("x", b"again")
+    wait_messages(js, f"KV_{agg}", 3)  # history 1: the new x replaces the old one
+    assert (await akv.get("x")).value == b"again"
+    assert sorted(await expecting_keys(akv.keys)) == ["x", "y", "z"]
+    m = get(js, f"KV_{agg}", 4)
+    assert m["subject"] == f"$KV.{agg}.x"
+    assert hdrs(m) == header_block(("Nats-Stream-Source", source_header(
+        js, f"KV_{b1}", 2, f"$KV.{b1}.x", f"$KV.{b1}.>", f"$KV.{agg}.>")))
