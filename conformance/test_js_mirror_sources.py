@@ -31,6 +31,7 @@ from conformance.jshelpers import (
     unique_name,
     wait_for,
 )
+from conformance.test_js_consumer_pull import pull
 
 #: Key order of ``StreamSourceInfo`` (``external``/``error``/``filter_subject``/
 #: ``subject_transforms`` only when set; ``seq`` for sources once something was sourced).
@@ -697,3 +698,152 @@ async def test_kv_sourced_bucket_aggregates(target: str, js_nats: Any, js: JsCli
     assert m["subject"] == f"$KV.{agg}.x"
     assert hdrs(m) == header_block(("Nats-Stream-Source", source_header(
         js, f"KV_{b1}", 2, f"$KV.{b1}.x", f"$KV.{b1}.>", f"$KV.{agg}.>")))
+
+
+# ---------------------------------------------------------------------- limits and retention
+
+
+def test_mirror_limits_of_its_own(target: str, js: JsClient) -> None:
+    """A mirror applies its own limits: with ``max_msgs`` 2 it keeps the newest two, at their
+    origin sequences; ``max_msgs_per_subject`` likewise."""
+    origin, m1, m2 = unique_name(), unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    for i in range(5):
+        js.pub_ok(f"{p}.{i % 2}", b"%d" % i)
+    js.create(m1, mirror={"name": origin}, max_msgs=2)
+    js.create(m2, mirror={"name": origin}, max_msgs_per_subject=1)
+    st = wait_for(lambda: (s := js.state(m1))["last_seq"] == 5 and s)
+    assert (st["messages"], st["first_seq"]) == (2, 4)
+    st = wait_for(lambda: (s := js.state(m2))["last_seq"] == 5 and s)
+    assert st["messages"] == 2
+    assert [m["seq"] for m in messages(js, m2)] == [4, 5]
+
+
+def test_mirror_max_age_uses_origin_times(target: str, js: JsClient) -> None:
+    """A mirror's ``max_age`` counts from the origin's timestamps: a mirror created well after
+    the messages were stored drops them (keeping the sequences) once they are older."""
+    origin, mirror = unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.a")
+    js.pub_ok(f"{p}.b")
+    js.create(mirror, mirror={"name": origin}, max_age=1_000_000_000)
+    st = wait_for(lambda: (s := js.state(mirror))["last_seq"] == 2 and s["messages"] == 0 and s,
+                  timeout=10)
+    assert (st["first_seq"], st["last_seq"]) == (3, 2)
+
+
+def test_mirror_and_source_after_origin_purge(target: str, js: JsClient) -> None:
+    """Purging the origin leaves mirrors and sourcing streams alone; what comes after is
+    followed at the origin's next sequences."""
+    origin, mirror, s = unique_name(), unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.a")
+    js.pub_ok(f"{p}.b")
+    js.create(mirror, mirror={"name": origin})
+    js.create(s, sources=[{"name": origin}])
+    wait_messages(js, mirror, 2)
+    wait_messages(js, s, 2)
+    assert js.purge(origin)["purged"] == 2
+    js.pub_ok(f"{p}.c")
+    st = wait_messages(js, mirror, 3)
+    assert (st["first_seq"], st["last_seq"]) == (1, 3)
+    wait_messages(js, s, 3)
+    assert hdrs(get(js, s, 3)) == header_block(("Nats-Stream-Source", source_header(js, origin, 3, f"{p}.c")))
+
+
+def test_sourcing_into_a_work_queue(target: str, js: JsClient) -> None:
+    """A work-queue stream fed by a source: a pull consumer takes the sourced messages and
+    its acks remove them."""
+    origin, wq = unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    js.create(wq, retention="workqueue", sources=[{"name": origin}])
+    out = js.api(f"CONSUMER.CREATE.{wq}.W", {"stream_name": wq, "config": {
+        "durable_name": "W", "ack_policy": "explicit"}})
+    assert "error" not in out, out
+    for i in range(3):
+        js.pub_ok(f"{p}.job", b"%d" % i)
+    wait_messages(js, wq, 3)
+    got = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{wq}.W", {"batch": 3, "expires": 2_000_000_000},
+               until_status=False, count=3)
+    assert [m.data for m in got] == [b"0", b"1", b"2"]
+    for m in got:
+        js.send(m.reply, b"+ACK")
+    st = wait_for(lambda: (s := js.state(wq))["messages"] == 0 and s)
+    assert (st["first_seq"], st["last_seq"]) == (4, 3)
+
+
+def test_source_into_discard_new_stream_waits(target: str, js: JsClient) -> None:
+    """A sourcing stream full under ``discard: new`` stores nothing more (the origin keeps
+    everything); once room is made it takes the rest, in order, with none lost."""
+    origin, s = unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    for i in range(4):
+        js.pub_ok(f"{p}.x", b"%d" % i)
+    js.create(s, sources=[{"name": origin}], max_msgs=2, discard="new")
+    wait_messages(js, s, 2)
+    assert js.purge(s)["purged"] == 2
+    wait_messages(js, s, 2, timeout=20)
+    assert [base64.b64decode(m["data"]) for m in messages(js, s)] == [b"2", b"3"]
+
+
+# ---------------------------------------------------------------------- restarts
+
+
+def _restartable(spawn: Any, tmp_path: Any) -> Any:
+    sd = str(tmp_path / "sd")
+    return lambda: spawn(args=["-js", "-sd", sd])
+
+
+def _origin_seqs(js: JsClient, stream: str) -> list[int]:
+    """Origin sequences named by each stored message's ``Nats-Stream-Source`` header."""
+    out = []
+    for m in messages(js, stream):
+        value = dict(line.split(": ", 1) for line in hdrs(m).decode().split("\r\n")[1:] if line)
+        out.append(int(value["Nats-Stream-Source"].split(" ")[1]))
+    return out
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_file_mirror_and_source_resume_after_restart(target: str, spawn: Any, tmp_path: Any,
+                                                     how: str) -> None:
+    """File-stored mirrors and sourcing streams keep their position across a restart (clean or
+    killed): what the origin gets afterwards follows with no gap and no duplicate; the source
+    reports its last sequence at once. Memory streams do not come back."""
+    start = _restartable(spawn, tmp_path)
+    srv = start()
+    js = JsClient.connect(srv)
+    origin, mirror, s, mem = unique_name(), unique_name(), unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    for i in range(5):
+        js.pub_ok(f"{p}.x", b"%d" % i)
+    js.create(mirror, mirror={"name": origin})
+    js.create(s, sources=[{"name": origin}])
+    js.create(mem, sources=[{"name": origin}], storage="memory")
+    wait_messages(js, mirror, 5)
+    wait_messages(js, s, 5)
+    wait_messages(js, mem, 5)
+    js.close()
+    if how == "kill":
+        srv.proc.kill()
+        srv.proc.wait()
+    srv.stop()
+
+    srv = start()
+    js = JsClient.connect(srv)
+    assert js.info(mem)["error"] == api_error(404, 10059, "stream not found")
+    assert js.info(s)["sources"][0]["seq"] == 5
+    for i in range(5, 8):
+        js.pub_ok(f"{p}.x", b"%d" % i)
+    st = wait_messages(js, mirror, 8)
+    assert (st["first_seq"], st["last_seq"]) == (1, 8)
+    wait_messages(js, s, 8)
+    assert _origin_seqs(js, s) == list(range(1, 9))
+    assert [base64.b64decode(m["data"]) for m in messages(js, s)] == [b"%d" % i for i in range(8)]
+    wait_for(lambda: js.info(s)["sources"][0].get("seq") == 8)
+    js.close()

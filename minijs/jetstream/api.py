@@ -237,6 +237,8 @@ class JetStreamApi:
             raise E.stream_mismatch()
         stream = self._stream(name)
         cfg = C.check_update(stream.config, cfg, pedantic=pedantic, lookup=self.js.lookup_config)
+        if cfg.retention != "limits" and self.js.replicator.followed(name):
+            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         C.check_consumer_limits(stream.config, cfg, [
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)

@@ -655,8 +655,16 @@ UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
 domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
 
 
-def check_unsupported(cfg: StreamConfig) -> None:
-    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
+UNSUPPORTED_ORIGIN = "mirrors and sources of interest or work-queue streams (retention)"
+"""nats-server follows those origins with durable consumers acknowledged by flow control,
+visible on the origin; minijs refuses them (at create and update when the origin exists, in
+the link's ``error`` when it appears later)."""
+
+
+def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option
+    (with ``lookup``, also for an existing origin of a mirror or source that is not a limits
+    stream)."""
     for name, what in UNSUPPORTED_FIELDS.items():
         v = getattr(cfg, name)
         if v:
@@ -667,6 +675,9 @@ def check_unsupported(cfg: StreamConfig) -> None:
         for name, what in UNSUPPORTED_SOURCE_FIELDS.items():
             if src.get(name) is not None:
                 raise E.unsupported_feature(what)
+        origin = lookup(src["name"]) if lookup is not None else None
+        if origin is not None and origin.retention != "limits":
+            raise E.unsupported_feature(UNSUPPORTED_ORIGIN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1033,7 +1044,7 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
     out = _check_stream_cfg(cfg, pedantic, lookup)
     if create and out.num_replicas > 1:
         raise E.stream_replicas_not_supported()
-    check_unsupported(out)
+    check_unsupported(out, lookup)
     return set_static_metadata(out)
 
 
@@ -1117,7 +1128,7 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
         cfg.discard = "new"
         cfg.deny_delete, cfg.deny_purge = True, True
         cfg.allow_rollup_hdrs = False
-    check_unsupported(cfg)
+    check_unsupported(cfg, lookup)
     return set_static_metadata(cfg)
 
 

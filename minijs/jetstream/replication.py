@@ -25,6 +25,13 @@ What a client sees, as on nats-server 2.15.1:
   configured start; each attempt counts as one API request (an error when it fails), each link
   removal as one failed consumer delete, and a live link counts one consumer in account info.
 
+Refused (500/10052 ``minijs does not support …``): ``external`` and durable sourcing
+``consumer`` entries (validation), and origins with interest or work-queue retention —
+nats-server follows those with durable flow-control consumers visible on the origin. An
+existing such origin is refused at create/update, one that appears later shows the refusal as
+the link's ``error`` (retried like a missing origin), and a followed stream may not be updated
+to interest retention.
+
 Invariants:
 
 * A link's ``sseq`` (the last origin sequence handled) only moves forward, except when a
@@ -51,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
+from minijs.jetstream.configs import UNSUPPORTED_ORIGIN
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 from minijs.jetstream.transform import SubjectTransform
@@ -257,6 +265,13 @@ class Link:
         if origin is None:
             self.host.count_api(True)
             self.err = E.stream_not_found().to_json()
+            self.fails += 1
+            self._retry_later(failed=True)
+            return
+        if origin.config.retention != "limits":
+            # nats-server would follow it with a durable flow-control consumer: refused
+            self.host.count_api(True)
+            self.err = E.unsupported_feature(UNSUPPORTED_ORIGIN).to_json()
             self.fails += 1
             self._retry_later(failed=True)
             return
@@ -738,6 +753,10 @@ class Replicator:
         if sources:
             out["sources"] = sources
         return out
+
+    def followed(self, origin_name: str) -> bool:
+        """Does any link follow (or wait for) a stream called ``origin_name``?"""
+        return any(link.name == origin_name for links in self.links.values() for link in links)
 
     def direct_mirror(self, origin_name: str) -> "Stream | None":
         """A mirror of ``origin_name`` serving its DIRECT.GET (``mirror_direct``, caught up)."""
