@@ -439,6 +439,21 @@ def test_source_filter_and_transforms(target: str, js: JsClient) -> None:
     assert info["subject_transforms"] == trs and info["seq"] == 3
 
 
+def test_sourcing_stream_subject_transform_applies(target: str, js: JsClient) -> None:
+    """The sourcing stream's own ``subject_transform`` also maps what its sources bring (the
+    header keeps the origin subject)."""
+    a, s = unique_name(), unique_name()
+    p = a.lower()
+    js.create(a, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.k", b"v")
+    js.create(s, subjects=[f"{s.lower()}.>"], sources=[{"name": a}],
+              subject_transform={"src": f"{p}.*", "dest": f"{s.lower()}.from.$1"})
+    wait_messages(js, s, 1)
+    m = get(js, s, 1)
+    assert m["subject"] == f"{s.lower()}.from.k"
+    assert hdrs(m) == header_block(("Nats-Stream-Source", source_header(js, a, 1, f"{p}.k")))
+
+
 def test_source_opt_start_seq_and_time(target: str, js: JsClient) -> None:
     """``opt_start_seq`` and ``opt_start_time`` pick where a source starts in its origin."""
     a, s1, s2 = unique_name(), unique_name(), unique_name()

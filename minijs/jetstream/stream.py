@@ -353,6 +353,8 @@ class Stream:
         (file streams) and announcements happen at the end of the turn, as for publishes."""
         cfg = self.config
         store = self.store
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
         if cfg.sealed:
             raise E.stream_sealed()
         msg_id = ""
