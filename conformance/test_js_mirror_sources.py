@@ -28,6 +28,7 @@ from conformance.jshelpers import (
     default_config,
     empty_state,
     header_block,
+    parse_msg,
     unique_name,
     wait_for,
 )
@@ -862,3 +863,54 @@ def test_file_mirror_and_source_resume_after_restart(target: str, spawn: Any, tm
     assert [base64.b64decode(m["data"]) for m in messages(js, s)] == [b"%d" % i for i in range(8)]
     wait_for(lambda: js.info(s)["sources"][0].get("seq") == 8)
     js.close()
+
+
+# ---------------------------------------------------------------------- advisories
+
+
+def test_follower_consumer_advisories(target: str, js: JsClient) -> None:
+    """A mirror or source shows on its origin as a consumer created (``JS_MIRROR_`` /
+    ``JS_SRC_``, a hash of the follower's name, a random suffix): a CONSUMER.CREATED advisory,
+    and CONSUMER.DELETED before STREAM.DELETED when the origin goes."""
+    import re
+
+    origin, mirror, s = unique_name(), unique_name(), unique_name()
+    js.raw.send(f"SUB $JS.EVENT.ADVISORY.*.*.{origin} 90\r\n"
+                f"SUB $JS.EVENT.ADVISORY.CONSUMER.*.{origin}.* 91\r\n".encode())
+    js.raw.barrier()
+    js.create(origin, subjects=[f"{origin.lower()}.>"])
+    js.create(mirror, mirror={"name": origin})
+    js.create(s, sources=[{"name": origin}])
+    seen: list[Any] = []
+
+    def events() -> list[str]:
+        while True:
+            try:
+                frame = js.raw.read_frame(timeout=0.05)
+            except TimeoutError:
+                break
+            if frame.startswith(b"MSG "):
+                seen.append(parse_msg(frame))
+        seen.extend(m for m in js._pending if m.sid in ("90", "91"))
+        js._pending[:] = [m for m in js._pending if m.sid not in ("90", "91")]
+        return [m.subject for m in seen]
+
+    prefix = f"$JS.EVENT.ADVISORY.CONSUMER.CREATED.{origin}."
+    wait_for(lambda: len([x for x in events() if x.startswith(prefix)]) == 2)
+    created = sorted(x[len(prefix):] for x in events() if x.startswith(prefix))
+    m_name = next(c for c in created if c.startswith("JS_MIRROR_"))
+    s_name = next(c for c in created if c.startswith("JS_SRC_"))
+    assert re.fullmatch("JS_MIRROR_" + get_hash(f"{mirror} $G") + "-[0-9A-Za-z]{8}", m_name)
+    assert re.fullmatch("JS_SRC_" + get_hash(get_hash(f"{s} $G")) + "-[0-9A-Za-z]{8}", s_name)
+    body = next(m for m in seen if m.subject == prefix + m_name).json()
+    assert (body["stream"], body["consumer"], body["action"]) == (origin, m_name, "create")
+    js.delete(origin)
+    js.created.remove(origin)
+    done = f"$JS.EVENT.ADVISORY.STREAM.DELETED.{origin}"
+    wait_for(lambda: done in events())
+    after = events()
+    deleted = {x.rsplit(".", 1)[1] for x in after
+               if x.startswith(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}.")}
+    assert deleted == {m_name, s_name}
+    assert all(after.index(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}.{c}") < after.index(done)
+               for c in deleted)

@@ -58,8 +58,9 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
-from minijs.jetstream.configs import UNSUPPORTED_ORIGIN
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.advisory import Advisories, new_id
+from minijs.jetstream.configs import UNSUPPORTED_ORIGIN
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 from minijs.jetstream.transform import SubjectTransform
 
@@ -144,6 +145,7 @@ class ReplicationHost(Protocol):
 
     clock: "Clock"
     log: "Logger"
+    advisories: Advisories
 
     def lookup(self, name: str) -> "Stream | None":
         """The live stream called ``name``, or None."""
@@ -198,6 +200,8 @@ class Link:
         self.last_seen = 0       # ns of the last message / connect (0: never heard from)
         self.connected_at = 0    # ns of the last successful setup (heartbeats tick from it)
         self.direct = False      # a mirror serving DIRECT.GET of its origin
+        #: name of the origin's consumer nats-server would have created for this link
+        self.consumer_name = ""
         self.closed = False
         self._timer: "Timer | None" = None
         self._pumping = False
@@ -295,7 +299,8 @@ class Link:
         origin.followers.append(self)
         self.connected = True
         self.connected_at = self.last_seen = self.clock.time_ns()
-        self.owner.consumer_created(self)
+        self.consumer_name = self.owner.consumer_name(self)
+        self.host.advisories.consumer_action(self.name, self.consumer_name, "create")
         if self.mirror:
             self._position_mirror(origin)
         else:
@@ -549,7 +554,7 @@ class Replicator:
         self.links: dict[str, list[Link]] = {}
         #: origin name -> consumers nats-server still counts there after their link went away
         #: (until the consumer's 10 s inactivity threshold, or the origin's deletion)
-        self._lingering: dict[str, list["Timer"]] = {}
+        self._lingering: dict[str, list[list]] = {}  # origin -> [consumer name, timer] entries
 
     # ------------------------------------------------------------------ streams
 
@@ -579,10 +584,15 @@ class Replicator:
                 link.stop()
         stream.links_info = None
         if deleted:
+            # the consumers of its followers, live or lingering, go with it
             for follower in list(stream.followers):
+                if follower.connected:
+                    self.host.advisories.consumer_action(stream.name, follower.consumer_name,
+                                                         "delete")
                 follower.origin_gone()
-            for timer in self._lingering.pop(stream.name, []):
+            for consumer, timer in self._lingering.pop(stream.name, []):
                 timer.cancel()
+                self.host.advisories.consumer_action(stream.name, consumer, "delete")
         stream.followers.clear()
 
     def reconfigure(self, stream: "Stream", old: "StreamConfig") -> None:
@@ -637,15 +647,24 @@ class Replicator:
                 link.stop()
                 link.target.links_info = None
         self.links.clear()
-        for timers in self._lingering.values():
-            for timer in timers:
+        for entries in self._lingering.values():
+            for _, timer in entries:
                 timer.cancel()
         self._lingering.clear()
 
     # ------------------------------------------------------------------ accounting
 
-    def consumer_created(self, link: Link) -> None:
-        """A link connected: nothing to count beyond its request (it is counted live)."""
+    def consumer_name(self, link: Link) -> str:
+        """``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>`` (stable per stream, with the index name
+        when one origin is sourced twice) plus the random suffix nats-server gives the direct
+        consumer of a limits stream."""
+        stable = get_hash(f"{link.target.name} $G")
+        suffix = get_hash(new_id())
+        if link.mirror:
+            return f"JS_MIRROR_{stable}-{suffix}"
+        name, iname = self._consumer_key(link.spec, link.target.config.sources or [])
+        key = f"{stable} {iname}" if iname else stable
+        return f"JS_SRC_{get_hash(key)}-{suffix}"
 
     def _remove(self, link: Link, *, count: bool = True) -> None:
         """Stop a link whose stream (or config entry) goes away. nats-server asks the origin
@@ -657,22 +676,23 @@ class Replicator:
         if count:
             self.host.count_api(True)
         if live:
-            self._linger(link.name)
+            self._linger(link.name, link.consumer_name)
 
-    def _linger(self, origin: str) -> None:
-        timers = self._lingering.setdefault(origin, [])
-        holder: list = []
-        timer = self.clock.call_later(HEALTH_CHECK, self._unlinger, origin, holder,
-                                      housekeeping=True)
-        holder.append(timer)
-        timers.append(timer)
+    def _linger(self, origin: str, consumer: str) -> None:
+        """The origin keeps the link's consumer until its 10 s inactivity threshold."""
+        entries = self._lingering.setdefault(origin, [])
+        entry: list = [consumer]
+        entry.append(self.clock.call_later(HEALTH_CHECK, self._unlinger, origin, entry,
+                                           housekeeping=True))
+        entries.append(entry)
 
-    def _unlinger(self, origin: str, holder: list) -> None:
-        timers = self._lingering.get(origin)
-        if timers is not None and holder and holder[0] in timers:
-            timers.remove(holder[0])
-            if not timers:
+    def _unlinger(self, origin: str, entry: list) -> None:
+        entries = self._lingering.get(origin)
+        if entries is not None and entry in entries:
+            entries.remove(entry)
+            if not entries:
                 del self._lingering[origin]
+            self.host.advisories.consumer_action(origin, entry[0], "delete")
 
     def num_consumers(self) -> int:
         """Consumers on origins that account info counts for links."""
