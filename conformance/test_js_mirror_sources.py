@@ -914,3 +914,29 @@ def test_follower_consumer_advisories(target: str, js: JsClient) -> None:
     assert deleted == {m_name, s_name}
     assert all(after.index(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}.{c}") < after.index(done)
                for c in deleted)
+
+
+async def test_object_store_sourced_bucket(target: str, js_nats: Any, js: JsClient) -> None:
+    """An object store fed by another: ``OBJ_<copy>`` on ``$O.<copy>.>`` sourcing
+    ``OBJ_<bucket>`` with the ``$O.<bucket>.>`` → ``$O.<copy>.>`` transform; nats-py reads the
+    object (meta and every chunk) from the copy. (nats-py finds the chunks' stream by subject,
+    so a mirror, which has none, cannot be read as an object store.)"""
+    from nats.js.api import StreamConfig, StreamSource, SubjectTransform
+
+    nc = await js_nats()
+    jsc = nc.jetstream()
+    bucket, copy = unique_name("OB"), unique_name("OB")
+    obs = await jsc.create_object_store(bucket=bucket)
+    js.created += [f"OBJ_{bucket}", f"OBJ_{copy}"]
+    data = bytes(range(256)) * 1000  # several chunks
+    await obs.put("blob", data)
+    await jsc.add_stream(StreamConfig(
+        name=f"OBJ_{copy}", subjects=[f"$O.{copy}.C.>", f"$O.{copy}.M.>"],
+        allow_rollup_hdrs=True, discard="new",
+        sources=[StreamSource(name=f"OBJ_{bucket}", subject_transforms=[
+            SubjectTransform(src=f"$O.{bucket}.>", dest=f"$O.{copy}.>")])]))
+    count = js.state(f"OBJ_{bucket}")["messages"]
+    wait_messages(js, f"OBJ_{copy}", count)
+    cobs = await jsc.object_store(copy)
+    got = await cobs.get("blob")
+    assert got.data == data and got.info.name == "blob" and got.info.size == len(data)
