@@ -81,14 +81,20 @@ class JetStream:
 
     def stop(self, *, keep_files: bool = False) -> None:
         """Close every stream and consumer (state kept on disk for file streams). The private
-        temporary directory of file streams is removed unless ``keep_files`` (a restart)."""
+        temporary directory of file streams is removed unless ``keep_files`` (a restart); its
+        stores are then released without the final disk sync, since nothing will read them."""
         self._cancel_sync()
         self.replicator.stop_all()
+        discard = self._temp_dir is not None and not keep_files and not self.store_dir
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
             try:
-                stream.close()
+                if discard:
+                    stream.flush()  # committed writes still get their acks
+                    stream.abandon()
+                else:
+                    stream.close()
             except Exception as exc:  # keep closing the others
                 self.log.error(f"closing stream {stream.name}: {exc}")
         self._finish(keep_files)
