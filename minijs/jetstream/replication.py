@@ -193,7 +193,6 @@ class Link:
         self.fails = 0
         self.ident = ""
         self.rc = False          # the origin was found re-created
-        self.known = False       # the position is known (recovered or set up once)
         self.lreq: float | None = None  # clock.monotonic() of the last setup attempt
         self.origin: "Stream | None" = None
         self.connected = False   # following a live origin
@@ -286,7 +285,6 @@ class Link:
                 self.host.count_api(True)
                 self.err = None
                 self.sseq = 0
-                self.known = False
                 self.ident = ""
                 self.rc = True
                 self._retry_later(failed=False)
@@ -306,10 +304,10 @@ class Link:
         else:
             self._position_source(origin)
         self.rc = False
-        self.known = True
         self.wake()
 
-    def _delivered_before(self, origin: "Stream", start: int) -> int:
+    @staticmethod
+    def _delivered_before(start: int) -> int:
         """The consumer's ``delivered.stream`` right after its creation at ``start``."""
         return max(start - 1, 0)
 
@@ -331,7 +329,7 @@ class Link:
                 start = self._first_origin_seq(origin)
         else:
             start = tst.last_seq + 1
-        delivered = self._delivered_before(origin, start)
+        delivered = self._delivered_before(start)
         last = tst.last_seq
         if last < delivered:
             if tst.msgs == 0:
@@ -359,7 +357,7 @@ class Link:
                 start = self._first_origin_seq(origin)
         else:
             start = self.sseq + 1
-        self.sseq = max(self.sseq, self._delivered_before(origin, start))
+        self.sseq = max(self.sseq, self._delivered_before(start))
         self._scan = start
 
     # ------------------------------------------------------------------ following
@@ -456,6 +454,10 @@ class Link:
             self.host.log.warn(
                 f"Error processing inbound {'mirror' if self.mirror else 'source'} message for "
                 f"'$G > {target.name}' from '{self.name}': {exc.description}")
+            # nats-server drops this consumer (it lingers on the origin until its inactivity
+            # threshold) and sets up a new one at the same message
+            if self.connected:
+                self.owner.linger(self.name, self.consumer_name)
             self._unfollow()
             self._retry_later(failed=False)
             return False
@@ -636,10 +638,6 @@ class Replicator:
         for link in added:
             link.start()
 
-    def origin_created(self, stream: "Stream") -> None:
-        """Nothing to do at once: links waiting for an origin find it at their next retry,
-        as nats-server's do."""
-
     def stop_all(self) -> None:
         """Server stopping, crashing or resetting: stop every link, no accounting."""
         for links in self.links.values():
@@ -676,9 +674,9 @@ class Replicator:
         if count:
             self.host.count_api(True)
         if live:
-            self._linger(link.name, link.consumer_name)
+            self.linger(link.name, link.consumer_name)
 
-    def _linger(self, origin: str, consumer: str) -> None:
+    def linger(self, origin: str, consumer: str) -> None:
         """The origin keeps the link's consumer until its 10 s inactivity threshold."""
         entries = self._lingering.setdefault(origin, [])
         entry: list = [consumer]
@@ -734,7 +732,6 @@ class Replicator:
                 doc = J.parse_json(raw)
                 link.sseq = link.stored = int(doc.get("seq", 0))
                 link.ident = doc.get("ident", "")
-                link.known = True
             else:
                 wanted[link.iname] = link
         if not wanted or not store.msgs:
@@ -759,7 +756,6 @@ class Replicator:
             except ValueError:
                 continue
             link.ident = fields[5] if len(fields) >= 6 else ""
-            link.known = True
 
     # ------------------------------------------------------------------ reads
 
