@@ -210,7 +210,11 @@ class Connection(asyncio.Protocol):
         self.close()
 
     def close(self) -> None:
+        """Write everything queued so far, then close (as nats-server's write loop does)."""
         if self.closed:
+            return
+        self.flush()
+        if self.closed:  # the flush found a slow consumer and cut it
             return
         transport = self.transport
         self._teardown()
@@ -295,14 +299,24 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------- operations
 
     def _process(self, ops: list[tuple]) -> None:
+        """Act on the operations of one read.
+
+        A connection closed by the client's ``-ERR`` (or cut as a slow consumer) in the middle
+        of a read still has that read's publishes routed, as nats-server finishes parsing the
+        read it is in; nothing else of it has an effect. A protocol error ends the read.
+        """
         server = self.server
         tracing = server.log.trace_enabled
         for op in ops:
+            kind = op[0]
             if self.closed:
-                return
+                if kind == OP_PUB:
+                    self._publish(op[1], op[2], None, op[3])
+                elif kind == OP_HPUB and self.headers:
+                    self._publish(op[1], op[2], op[3], op[4])
+                continue
             if tracing:
                 self._trace_in(op)
-            kind = op[0]
             if kind == OP_PUB:
                 self._publish(op[1], op[2], None, op[3])
             elif kind == OP_HPUB:
@@ -327,6 +341,8 @@ class Connection(asyncio.Protocol):
                     self.rtt = max(server.clock.monotonic() - self.rtt_start, 1e-9)
             elif kind == OP_CONNECT:
                 self._connect(op[1])
+                if self.closed:  # refused: nats-server stops reading
+                    return
             elif kind == OP_CLOSE:
                 if op[1] is None:
                     self.close()
@@ -336,7 +352,6 @@ class Connection(asyncio.Protocol):
             elif kind == OP_ERR:
                 server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
                 self.close()
-                return
             elif kind in (OP_INFO, OP_OK):
                 pass
 
