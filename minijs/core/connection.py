@@ -10,18 +10,17 @@ consumer so it never stalls delivery to anyone else.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from typing import Any, Protocol
 
-from minijs.core.subjects import is_valid_literal_subject, is_valid_subject
+from minijs.core.subjects import is_subscribable
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
+from minijs.protocol.wire import Sized
 from minijs.protocol.parser import (
-    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_SUB,
-    OP_UNSUB, Parser,
+    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HMSG, OP_HPUB, OP_PING, OP_PONG, OP_PUB, OP_SEND_ERR,
+    OP_SUB, OP_UNSUB, Parser,
 )
-
 
 
 class ConnectionOwner(Protocol):
@@ -52,7 +51,6 @@ EARLY_WRITE_SIZE = 4096
 ERR_AUTH_TIMEOUT = "Authentication Timeout"
 ERR_AUTH_VIOLATION = "Authorization Violation"
 ERR_INVALID_SUBJECT = "Invalid Subject"
-ERR_INVALID_PUB_SUBJECT = "Invalid Publish Subject"
 ERR_BAD_PROTOCOL = "invalid client protocol"
 ERR_NO_RESPONDERS_HEADERS = "no responders requires headers support"
 ERR_STALE = "Stale Connection"
@@ -147,8 +145,14 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.last_in = self.server.clock.monotonic()
+        parser = self.parser
         try:
-            self._process(self.parser.feed(data))
+            # One nats-server read at a time: once the connection is closed, the rest of the
+            # read it happened in still counts (see _process), later reads do not.
+            for chunk in parser.reads(data):
+                self._process(parser.feed(chunk))
+                if self.closed:
+                    break
         finally:
             self.server.end_of_input()
 
@@ -312,7 +316,7 @@ class Connection(asyncio.Protocol):
             if self.closed:
                 if kind == OP_PUB:
                     self._publish(op[1], op[2], None, op[3])
-                elif kind == OP_HPUB and self.headers:
+                elif kind == OP_HPUB:
                     self._publish(op[1], op[2], op[3], op[4])
                 continue
             if tracing:
@@ -320,10 +324,9 @@ class Connection(asyncio.Protocol):
             if kind == OP_PUB:
                 self._publish(op[1], op[2], None, op[3])
             elif kind == OP_HPUB:
-                if not self.headers:
-                    self.close()  # HPUB without headers support: closed with no -ERR
-                    return
                 self._publish(op[1], op[2], op[3], op[4])
+            elif kind == OP_SEND_ERR:
+                self.send(wire.err(op[1]))
             elif kind == OP_SUB:
                 self._subscribe(op[1], op[2], op[3])
             elif kind == OP_UNSUB:
@@ -343,6 +346,12 @@ class Connection(asyncio.Protocol):
                 self._connect(op[1])
                 if self.closed:  # refused: nats-server stops reading
                     return
+            elif kind == OP_HMSG:
+                # A client's HMSG is an empty message with no subject: it reaches no one.
+                self.in_msgs += 1
+                server.stats.in_msgs += 1
+                if self.verbose:
+                    self.send(wire.OK)
             elif kind == OP_CLOSE:
                 if op[1] is None:
                     self.close()
@@ -352,36 +361,29 @@ class Connection(asyncio.Protocol):
             elif kind == OP_ERR:
                 server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
                 self.close()
-            elif kind in (OP_INFO, OP_OK):
-                pass
+            # OP_INFO and OP_OK: nothing to do.
 
-    def _connect(self, arg: bytes) -> None:
-        try:
-            opts = json.loads(arg)
-        except ValueError:
-            self.close()
-            return
-        if not isinstance(opts, dict):
-            self.close()
-            return
-        self.verbose = bool(opts.get("verbose", self.verbose))
-        self.pedantic = bool(opts.get("pedantic", self.pedantic))
-        self.echo = bool(opts.get("echo", self.echo))
-        self.headers = bool(opts.get("headers", self.headers))
-        self.no_responders = bool(opts.get("no_responders", self.no_responders))
-        self.name = str(opts.get("name") or "")
-        self.lang = str(opts.get("lang") or "")
-        self.version = str(opts.get("version") or "")
-        protocol = opts.get("protocol", 0)
-        if not isinstance(protocol, int) or protocol < 0 or protocol > 1:
-            self.fail(ERR_BAD_PROTOCOL)
-            return
-        self.protocol = protocol
+    def _connect(self, opts: dict[str, Any]) -> None:
+        """Apply CONNECT options, decoded by the parser exactly as nats-server decodes them
+        (every option so far: a later CONNECT changes only what it names)."""
+        self.verbose = opts["verbose"]
+        self.pedantic = opts["pedantic"]
+        self.echo = opts["echo"]
+        self.headers = opts.get("headers", False)
+        self.no_responders = opts.get("no_responders", False)
+        self.name = opts.get("name", "")
+        self.lang = opts.get("lang", "")
+        self.version = opts.get("version", "")
         if not self._authenticate(opts):
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
                                   f'"{self.name}" - {ERR_AUTH_VIOLATION}')
             self.fail(ERR_AUTH_VIOLATION)
             return
+        protocol = opts.get("protocol", 0)
+        if protocol < 0 or protocol > 1:
+            self.fail(ERR_BAD_PROTOCOL)
+            return
+        self.protocol = protocol
         if self.no_responders and not self.headers:
             self.fail(ERR_NO_RESPONDERS_HEADERS)
             return
@@ -405,8 +407,6 @@ class Connection(asyncio.Protocol):
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
         server = self.server
-        if self.pedantic and not is_valid_literal_subject(subject):
-            self.send(wire.err(ERR_INVALID_PUB_SUBJECT))
         if subject.startswith(RESERVED_PUBLISH_PREFIXES):
             self.send(wire.err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'))
             return
@@ -423,22 +423,26 @@ class Connection(asyncio.Protocol):
         if self.verbose:
             self.send(wire.OK)
         server.publish(subject, reply, header, payload, self)
+        if type(payload) is Sized:
+            payload.size = None  # only this publish's deliveries repeat the client's tokens
 
     def _subscribe(self, subject: bytes, queue: bytes | None, sid: bytes) -> None:
-        if not is_valid_subject(subject) or (queue is not None and not _valid_queue(queue)):
-            self.send(wire.err(ERR_INVALID_SUBJECT))
-            return
+        # nats-server's order: the reserved queue, the subscription limit, an existing sid
+        # (kept, whatever the new subject), then the subject as its sublist takes it.
         if queue == RESERVED_QUEUE:
             self.send(wire.err(f'Permissions Violation for Subscription to '
                                f'"{subject.decode(errors="replace")}" using queue "_sys_"'))
+            return
+        limit = self.server.config.max_subscriptions
+        if limit and len(self.subs) >= limit:
+            self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
             return
         if sid in self.subs:
             if self.verbose:
                 self.send(wire.OK)
             return
-        limit = self.server.config.max_subscriptions
-        if limit and len(self.subs) >= limit:
-            self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
+        if not is_subscribable(subject):
+            self.send(wire.err(ERR_INVALID_SUBJECT))
             return
         sub = Subscription(subject, sid, queue, conn=self)
         self.subs[sid] = sub
@@ -471,7 +475,14 @@ class Connection(asyncio.Protocol):
         A client that did not announce header support gets the payload alone, as from
         nats-server.
         """
-        if header is None or not self.headers:
+        if type(payload) is Sized:
+            if header is None:
+                data = wire.msg_sized(subject, sub.sid, reply, payload)
+            elif self.headers:
+                data = wire.msg_sized(subject, sub.sid, reply, payload, header=header)
+            else:  # the header is dropped, so the size is computed again
+                data = wire.msg(subject, sub.sid, reply, payload)
+        elif header is None or not self.headers:
             data = wire.msg(subject, sub.sid, reply, payload)
         else:
             data = wire.hmsg(subject, sub.sid, reply, header, payload)
@@ -524,7 +535,7 @@ class Connection(asyncio.Protocol):
             extra = f" {op[2]}" if op[2] else ""
             self.trace(f"<<- [UNSUB {op[1].decode(errors='replace')}{extra}]")
         elif kind == OP_CONNECT:
-            self.trace(f"<<- [CONNECT {op[1].decode(errors='replace')}]")
+            self.trace(f"<<- [CONNECT {op[2].decode(errors='replace')}]")
         elif kind in (OP_PING, OP_PONG):
             self.trace("<<- [PING]" if kind == OP_PING else "<<- [PONG]")
 
@@ -540,6 +551,3 @@ def _quote(body: bytes) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace(
         "\n", "\\n") + '"'
 
-
-def _valid_queue(queue: bytes) -> bool:
-    return bool(queue) and not any(c in b" \t\r\n" for c in queue)

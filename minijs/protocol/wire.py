@@ -29,6 +29,39 @@ def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> byte
     return b"MSG %b %b %d\r\n%b\r\n" % (subject, sid, len(payload), payload)
 
 
+class Sized(bytes):
+    """A client's payload whose size tokens had leading zeros (``PUB s 007``): nats-server
+    repeats the client's own tokens in the MSG/HMSG lines of that publish, so they travel
+    with the payload (``size``; ``header_size`` for an HPUB). Set to None once the publish
+    has been routed: a stored copy is delivered later with plain sizes."""
+
+    size: bytes | None
+    header_size: bytes | None
+
+
+def sized(payload: bytes, header_size: bytes | None, size: bytes) -> Sized:
+    out = Sized(payload)
+    out.size = size
+    out.header_size = header_size
+    return out
+
+
+def msg_sized(subject: bytes, sid: bytes, reply: bytes | None, payload: Sized,
+              header: bytes = b"") -> bytes:
+    """MSG (or HMSG with ``header``) with the publisher's own size tokens."""
+    if payload.size is None:
+        if header:
+            return hmsg(subject, sid, reply, header, payload)
+        return msg(subject, sid, reply, payload)
+    head = [b"HMSG" if header else b"MSG", subject, sid]
+    if reply:
+        head.append(reply)
+    if header:
+        head.append(payload.header_size or b"%d" % len(header))
+    head.append(payload.size)
+    return b" ".join(head) + CRLF + header + payload + CRLF
+
+
 def hmsg(subject: bytes, sid: bytes, reply: bytes | None, header: bytes, payload: bytes) -> bytes:
     hlen = len(header)
     if reply:
