@@ -13,6 +13,7 @@ import json
 import pytest
 
 from conformance.helpers import RawFactory, SpawnFn, connect_line, ready
+from conformance.jshelpers import JsClient
 from conformance.rawclient import OK, PING, PONG, RawClient, hmsg, msg, pub
 from conformance.test_pubsub import subscribe
 
@@ -21,6 +22,11 @@ MAX_CONTROL_LINE = b"-ERR 'maximum control line exceeded'\r\n"
 MAX_PAYLOAD = b"-ERR 'Maximum Payload Violation'\r\n"
 INVALID_PUB = b"-ERR 'Invalid Publish Subject'\r\n"
 INVALID_SUB = b"-ERR 'Invalid Subject'\r\n"
+
+
+def no_responders(reply: str, sid: int | str, subject: str) -> bytes:
+    """The 503 status a requester gets when nobody received its request."""
+    return hmsg(reply, sid, f"NATS/1.0 503\r\nNats-Subject: {subject}\r\n\r\n".encode(), b"")
 
 
 # ---------------------------------------------------------------- 1. output before a close
@@ -70,6 +76,24 @@ def test_client_err_still_routes_rest_of_read(target: str, raw: RawFactory, subj
 
 
 @pytest.mark.parametrize("pedantic", [True, False], ids=["pedantic", "lenient"])
+@pytest.mark.parametrize("bad", ["{s}..b", ".{s}", "{s}.", "{s}.a..b.c"],
+                         ids=["double-dot", "leading-dot", "trailing-dot", "inner-empty"])
+def test_empty_token_subject_reaches_no_one(
+    target: str, raw: RawFactory, subject: str, bad: str, pedantic: bool
+) -> None:
+    """A publish subject with an empty token matches no subscription, not even ``>``;
+    pedantic clients get ``Invalid Publish Subject`` first, others nothing; the connection
+    stays open."""
+    client = ready(raw, pedantic=pedantic)
+    subscribe(client, ">", 1)
+    subject_bad = bad.format(s=subject)
+    client.send(pub(subject_bad, b"x"))
+    assert client.barrier() == (INVALID_PUB if pedantic else b"")
+    client.send(pub(f"{subject}.ok", b"y"))
+    assert client.barrier() == msg(f"{subject}.ok", 1, b"y")
+
+
+@pytest.mark.parametrize("pedantic", [True, False], ids=["pedantic", "lenient"])
 def test_wildcard_publish_subject_still_routed(
     target: str, raw: RawFactory, subject: str, pedantic: bool
 ) -> None:
@@ -80,6 +104,83 @@ def test_wildcard_publish_subject_still_routed(
     client.send(pub(f"{subject}.*", b"x"))
     expected = msg(f"{subject}.*", 1, b"x")
     assert client.barrier() == (INVALID_PUB + expected if pedantic else expected)
+
+
+def test_request_to_empty_token_subject_gets_no_responders(
+    target: str, raw: RawFactory, subject: str
+) -> None:
+    """A request to ``a..b`` reaches no one, so a no-responders client gets the 503."""
+    client = ready(raw)
+    subscribe(client, f"{subject}.>", 1)
+    subscribe(client, f"_INBOX.{subject}.*", 2)
+    bad = f"{subject}.a..b"
+    client.send(pub(bad, b"req", reply=f"_INBOX.{subject}.1"))
+    assert client.barrier() == no_responders(f"_INBOX.{subject}.1", 2, bad)
+
+
+def test_reply_with_empty_token_gets_no_503(target: str, raw: RawFactory, subject: str) -> None:
+    """Nor can a 503 find a reply subject with an empty token: a request nobody hears, with
+    reply ``_INBOX.<x>..1``, gets nothing, even though the client has ``_INBOX.>``."""
+    client = ready(raw)
+    subscribe(client, "_INBOX.>", 1)
+    client.send(pub(f"{subject}.nobody", b"req", reply=f"_INBOX.{subject}..1"))
+    assert client.barrier() == b""
+
+
+def test_kv_key_with_empty_token_is_not_stored(
+    target: str, js: JsClient, stream_name: str
+) -> None:
+    """A raw publish to ``$KV.<bucket>.a..b`` is not stored by the bucket's stream (its
+    ``$KV.<bucket>.>`` interest does not match): the request gets 503 no responders."""
+    bucket = stream_name
+    js.create(f"KV_{bucket}", subjects=[f"$KV.{bucket}.>"], storage="memory")
+    reply = js.publish(f"$KV.{bucket}.a..b", b"v")
+    assert reply.status == "503"
+    assert js.pub_ok(f"$KV.{bucket}.a.b", b"v") == 1
+    assert js.state(f"KV_{bucket}")["messages"] == 1
+
+
+@pytest.mark.parametrize(
+    "subject, reply, error",
+    [("_GR_.x", None, 'Permissions Violation for Publish to "_GR_.x"'),
+     ("$GR.x.y", None, 'Permissions Violation for Publish to "$GR.x.y"'),
+     ("$GR.\x0bx", None, 'Permissions Violation for Publish to "$GR.\\vx"'),
+     ("$NRG.\xff", None, 'Permissions Violation for Publish to "$NRG.\\xff"'),
+     ("_GR_", None, None), ("$GR", None, None),
+     ("f", "$JS.ACK.\x0c", 'Permissions Violation for Publish with Reply of "$JS.ACK.\\f"'),
+     ("f", "_GR_.x", 'Permissions Violation for Publish with Reply of "_GR_.x"'),
+     ("f", "_R_.", 'Permissions Violation for Publish with Reply of "_R_."'),
+     ("f", "_GR_.", None), ("f", "$JS.ACK.", None),
+     ("f", "$GR.a", 'Permissions Violation for Publish with Reply of "$GR.a"'),
+     ("f", "$GR.", None)],
+    ids=["gr-new", "gr-old", "quoted-vt", "quoted-bad-utf8", "gr-new-bare", "gr-old-bare",
+         "reply-js-ack-quoted", "reply-gr", "reply-r-bare", "reply-gr-bare", "reply-js-ack-bare",
+         "reply-gr-old", "reply-gr-old-bare"],
+)
+def test_reserved_prefixes(
+    target: str, raw: RawFactory, subject: str, reply: str | None, error: str | None
+) -> None:
+    """Gateway-routed reply prefixes (``_GR_.``, ``$GR.``) are reserved for publishing too,
+    ``_R_.`` is reserved even bare, ``$JS.ACK.`` and ``_GR_.`` only with something after them;
+    the subject in the error is Go-quoted (``%q``)."""
+    client = ready(raw)
+    subscribe(client, ">", 1)
+    subj = subject.encode("latin-1")
+    rep = reply.encode("latin-1") if reply else None
+    client.send(b"PUB " + subj + (b" " + rep if rep else b"") + b" 1\r\nx\r\n")
+    if error:
+        expected = b"-ERR '" + error.encode("latin-1") + b"'\r\n"
+    else:
+        expected = b"MSG " + subj + b" 1 " + (rep + b" " if rep else b"") + b"1\r\nx\r\n"
+    assert client.barrier() == expected
+
+
+def test_sys_queue_error_quotes_subject(target: str, raw: RawFactory) -> None:
+    """The ``_sys_`` queue error quotes the subject the Go way too."""
+    client = ready(raw)
+    client.send(b"SUB a\x0c _sys_ 2\r\n")
+    assert client.barrier() == (
+        b"-ERR 'Permissions Violation for Subscription to \"a\\f\" using queue \"_sys_\"'\r\n")
 
 
 def test_pedantic_error_repeats_when_payload_comes_later(
@@ -403,6 +504,22 @@ def test_connect_depth_limit(target: str, spawn: SpawnFn) -> None:
                 client.expect(OK + PONG)
             else:
                 client.assert_closed(expect_data=b"")
+
+
+def test_second_connect_drops_subscriptions(target: str, raw: RawFactory, subject: str) -> None:
+    """A second CONNECT removes every subscription of the connection (nats-server may move
+    the client to another account); its sids are free again. SUBs before the first CONNECT
+    stay."""
+    client = raw()
+    s = subject.encode()
+    client.send(b"SUB " + s + b".early 1\r\n" + connect_line(verbose=False)
+                + b"SUB " + s + b".late 2\r\n" + pub(f"{subject}.early", b"a")
+                + pub(f"{subject}.late", b"b") + PING)
+    client.expect(OK + msg(f"{subject}.early", 1, b"a") + msg(f"{subject}.late", 2, b"b") + PONG)
+    client.send(connect_line(verbose=False) + pub(f"{subject}.early", b"c")
+                + pub(f"{subject}.late", b"d") + b"SUB " + s + b".late 1\r\n"
+                + pub(f"{subject}.late", b"e"))
+    assert client.barrier() == msg(f"{subject}.late", 1, b"e")
 
 
 @pytest.mark.parametrize("auth", ["user", "token"])

@@ -13,7 +13,7 @@ import asyncio
 import random
 from typing import Any, Protocol
 
-from minijs.core.subjects import is_subscribable
+from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
 from minijs.protocol.wire import Sized
@@ -44,6 +44,7 @@ class ConnectionOwner(Protocol):
     def remove_subscription(self, sub: Subscription) -> None: ...
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: "Connection | None" = None) -> int: ...
+    def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
 
 #: Queued output above this size is written at once rather than at the end of the turn.
 EARLY_WRITE_SIZE = 4096
@@ -59,9 +60,14 @@ ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
 
 #: How long a measured round trip stays fresh before keep-alive pings measure it again.
 RTT_REFRESH = 3600.0
-#: Reply prefixes reserved for the server (its ack namespace, route replies).
-RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.")
-RESERVED_PUBLISH_PREFIXES = (b"$NRG.",)
+#: Reply prefixes reserved for the server (service replies, its ack namespace, gateway-routed
+#: replies old and new).
+RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.", b"$GR.")
+#: Subjects a client may not publish to: Raft groups, and gateway-routed replies (old and new
+#: prefixes; the prefix alone is no violation).
+RESERVED_PUBLISH_PREFIXES = (b"$NRG.", b"_GR_.", b"$GR.")
+#: Prefixes that nats-server reserves only when something follows them.
+BARE_PREFIXES = (b"$JS.ACK.", b"_GR_.", b"$GR.")
 #: The queue group name nats-server keeps for its own services.
 RESERVED_QUEUE = b"_sys_"
 
@@ -366,6 +372,11 @@ class Connection(asyncio.Protocol):
     def _connect(self, opts: dict[str, Any]) -> None:
         """Apply CONNECT options, decoded by the parser exactly as nats-server decodes them
         (every option so far: a later CONNECT changes only what it names)."""
+        if self.connected:
+            # nats-server drops every subscription on a second CONNECT (it may move the client
+            # to another account), before it even checks the credentials.
+            for sub in list(self.subs.values()):
+                self.remove_subscription(sub)
         self.verbose = opts["verbose"]
         self.pedantic = opts["pedantic"]
         self.echo = opts["echo"]
@@ -407,12 +418,13 @@ class Connection(asyncio.Protocol):
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
         server = self.server
-        if subject.startswith(RESERVED_PUBLISH_PREFIXES):
-            self.send(wire.err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'))
+        if subject.startswith(RESERVED_PUBLISH_PREFIXES) and subject not in BARE_PREFIXES:
+            self.send(wire.err(f"Permissions Violation for Publish to {wire.quote(subject)}"))
             return
-        if reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES):
+        if (reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES)
+                and reply not in BARE_PREFIXES):
             self.send(wire.err(
-                f'Permissions Violation for Publish with Reply of "{reply.decode(errors="replace")}"'))
+                f"Permissions Violation for Publish with Reply of {wire.quote(reply)}"))
             return
         size = len(payload) + (len(header) if header is not None else 0)
         self.in_msgs += 1
@@ -422,7 +434,20 @@ class Connection(asyncio.Protocol):
         stats.in_bytes += size
         if self.verbose:
             self.send(wire.OK)
-        server.publish(subject, reply, header, payload, self)
+        if subject[-1] == 46 or subject[0] == 46 or b".." in subject:
+            # nats-server's sublist matches nothing for a subject with an empty token.
+            if reply and self.no_responders and not has_empty_token(reply):
+                server.no_responders(subject, reply, self)
+            return
+        if reply and self.no_responders and has_empty_token(reply):
+            # Nor for a reply subject with one: no 503 can find its way back.
+            self.no_responders = False
+            try:
+                server.publish(subject, reply, header, payload, self)
+            finally:
+                self.no_responders = True
+        else:
+            server.publish(subject, reply, header, payload, self)
         if type(payload) is Sized:
             payload.size = None  # only this publish's deliveries repeat the client's tokens
 
@@ -430,8 +455,8 @@ class Connection(asyncio.Protocol):
         # nats-server's order: the reserved queue, the subscription limit, an existing sid
         # (kept, whatever the new subject), then the subject as its sublist takes it.
         if queue == RESERVED_QUEUE:
-            self.send(wire.err(f'Permissions Violation for Subscription to '
-                               f'"{subject.decode(errors="replace")}" using queue "_sys_"'))
+            self.send(wire.err(f"Permissions Violation for Subscription to "
+                               f'{wire.quote(subject)} using queue "_sys_"'))
             return
         limit = self.server.config.max_subscriptions
         if limit and len(self.subs) >= limit:
