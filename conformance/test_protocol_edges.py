@@ -555,10 +555,12 @@ def test_connect_auth_checked_before_protocol(target: str, spawn: SpawnFn) -> No
      (b'CONNECT\n{"verbose":false}', True), (b"CONNECTX", False), (b"connectX {}", False),
      (b"CONNECT", False), (b"INFO {}", True), (b"INFOX", False), (b"INFO", False),
      (b'INFO {"port":"x"}', False), (b"INFO 5", False), (b'INFO {"connect_urls":"u"}', False),
-     (b"INFO null", True), (b'INFO {"Port":4222,"unknown":[1]}', True)],
+     (b"INFO null", True), (b'INFO {"Port":4222,"unknown":[1]}', True),
+     (b'INFO {"client_id":-0}', False), (b'INFO {"port":-0}', True)],
     ids=["connect-no-space", "connect-tab", "connect-newline", "connectx", "connectx-lower",
          "connect-bare", "info", "infox", "info-bare", "info-bad-port", "info-number",
-         "info-bad-urls", "info-null", "info-ok"],
+         "info-bad-urls", "info-null", "info-ok", "info-unsigned-minus-zero",
+         "info-signed-minus-zero"],
 )
 def test_connect_and_info_argument_forms(
     target: str, raw: RawFactory, line: bytes, ok: bool

@@ -118,6 +118,6 @@ def test_server_info_types():
     assert unmarshal(b'{"port":4222,"connect_urls":["a"],"gateway_cmd_payload":"QQ=="}',
                      SERVER_INFO, {}) is not None
     for body in (b'{"port":"x"}', b'{"connect_urls":"u"}', b'{"max_payload":2147483648}',
-                 b'{"client_id":-1}', b'{"gossip_mode":256}', b'{"gateway_cmd_payload":"QQ"}',
+                 b'{"client_id":-1}', b'{"client_id":-0}', b'{"gossip_mode":256}', b'{"gateway_cmd_payload":"QQ"}',
                  b"5"):
         assert unmarshal(body, SERVER_INFO, {}) is None, body

@@ -42,6 +42,8 @@ STRINGS = "strings"  # Go []string
 #: Kinds that ``null`` sets to nil (Go slices and pointers); it leaves the others alone.
 _NULL_RESETS = (BYTES, STRINGS)
 
+_UNSIGNED = (UINT64, UINT8)
+
 _INT_RANGES = {
     INT: (-(1 << 63), (1 << 63) - 1),
     INT32: (-(1 << 31), (1 << 31) - 1),
@@ -327,6 +329,8 @@ def _convert(kind: Any, value: Any, old: Any) -> Any:
     text = str(value)
     if "." in text or "e" in text or "E" in text:
         raise _Error
+    if text[0] == "-" and kind in _UNSIGNED:
+        raise _Error  # Go's ParseUint refuses any sign, even "-0"
     number = int(text)
     low, high = _INT_RANGES[kind]
     if not low <= number <= high:
