@@ -418,7 +418,9 @@ class Connection(asyncio.Protocol):
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
         server = self.server
-        if subject.startswith(RESERVED_PUBLISH_PREFIXES) and subject not in BARE_PREFIXES:
+        first = subject[0]
+        if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
+                and subject not in BARE_PREFIXES):  # "$..." or "_..." only
             self.send(wire.err(f"Permissions Violation for Publish to {wire.quote(subject)}"))
             return
         if (reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES)
@@ -434,7 +436,7 @@ class Connection(asyncio.Protocol):
         stats.in_bytes += size
         if self.verbose:
             self.send(wire.OK)
-        if subject[-1] == 46 or subject[0] == 46 or b".." in subject:
+        if first == 46 or subject[-1] == 46 or subject.find(b"..") >= 0:
             # nats-server's sublist matches nothing for a subject with an empty token.
             if reply and self.no_responders and not has_empty_token(reply):
                 server.no_responders(subject, reply, self)

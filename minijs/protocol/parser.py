@@ -11,8 +11,8 @@ Invariants:
   input: :meth:`Parser.reads` cuts a received chunk where nats-server's reads would have ended
   (512 bytes at first, then growing and shrinking as it does), and :meth:`Parser.feed` takes
   exactly one such read;
-* the hot path (a plain ``PUB`` whose payload is in the same read) is one regular-expression
-  match and one slice per message.
+* the hot path (a plain ``PUB`` or ``HPUB`` whose payload is in the same read) is one
+  regular-expression match and a slice or two per message.
 
 Operations are plain tuples, first item the op code, because they are made once per message on
 the hot path:
@@ -121,12 +121,15 @@ _READ_MIN = 64
 _READ_MAX = 65536
 _SHORTS_TO_SHRINK = 2
 
-#: ``PUB <subject> [<reply>] <size>\r\n`` as every client writes it: upper case, single
-#: spaces, a plain decimal size, no byte the general path would treat specially.
+#: ``PUB <subject> [<reply>] <size>\r\n`` (and the HPUB line) as every client writes it: upper
+#: case, single spaces, plain decimal sizes, no byte the general path would treat specially.
 _PLAIN_PUB = re.compile(rb"PUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8})\r\n").match
+_PLAIN_HPUB = re.compile(
+    rb"HPUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8}) (0|[1-9][0-9]{0,8})\r\n").match
 
-# SUB/UNSUB split at \r and \n too.
+# SUB/UNSUB split at \r and \n too, never at VT or FF.
 _SUB_SEPARATORS = bytes.maketrans(b"\t\r\n", b"   ")
+_VT_FF = re.compile(rb"[\x0b\x0c]").search
 
 
 def _parse_size(token: bytes) -> int:
@@ -151,12 +154,17 @@ def is_pedantic_literal(subject: bytes) -> bool:
 
 
 def _split_pub(arg: bytes) -> list[bytes]:
-    if b"\t" in arg:
+    if arg.find(b"\t") >= 0:
         arg = arg.replace(b"\t", b" ")
-    return [a for a in arg.split(b" ") if a]
+    args = arg.split(b" ")
+    if b"" in args:
+        args = [a for a in args if a]
+    return args
 
 
 def _split_sub(arg: bytes) -> list[bytes]:
+    if _VT_FF(arg) is None:
+        return arg.split()  # Python's white space less VT and FF: exactly these separators
     return [a for a in arg.translate(_SUB_SEPARATORS).split(b" ") if a]
 
 
@@ -361,6 +369,20 @@ class Parser:
                     ops.append((OP_PUB, subject, reply, buf[start:stop]))
                     pos = stop + 2
                     continue
+            elif buf[pos] == 72 and self.headers:  # "H": the same for a plain HPUB
+                m = _PLAIN_HPUB(buf, pos)
+                if m is not None:
+                    start = m.end()
+                    subject, reply, hdr_token, token = m.groups()
+                    split = start + int(hdr_token)
+                    stop = start + int(token)
+                    if (start < split <= stop and start - pos - 7 <= max_control_line
+                            and stop - start <= max_payload
+                            and stop + 2 <= end and buf[stop] == 13 and buf[stop + 1] == 10
+                            and (not self.pedantic or is_pedantic_literal(subject))):
+                        ops.append((OP_HPUB, subject, reply, buf[start:split], buf[split:stop]))
+                        pos = stop + 2
+                        continue
 
             op, how, at = _head(buf, pos, end)
             if op == _HEAD_ERROR:
