@@ -50,7 +50,7 @@ import unicodedata
 from typing import Any, Callable
 
 from minijs.jetstream import errors as _errors
-from minijs.jetstream.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
+from minijs.protocol.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
 
 __all__ = [
     "GoTime",
