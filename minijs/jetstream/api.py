@@ -55,17 +55,6 @@ class Reply(dict):
     """Reply fields (in emission order) of a successful request."""
 
 
-def _has_body(payload: bytes) -> bool:
-    """Optional request bodies are only parsed when they start with ``{`` or ``[``."""
-    s = payload.lstrip()
-    return bool(s) and s[:1] in (b"{", b"[")
-
-
-def _is_empty(payload: bytes) -> bool:
-    s = payload.strip()
-    return not s or s == b"{}"
-
-
 class JetStreamApi:
     """Serves ``$JS.API.>`` for one engine."""
 
@@ -244,7 +233,7 @@ class JetStreamApi:
 
     def stream_info(self, payload: bytes, name: str) -> dict:
         req: dict = {}
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _INFO_REQUEST, "JSApiStreamInfoRequest")
         stream = self._stream(name)
         total = offset = limit = 0
@@ -264,7 +253,7 @@ class JetStreamApi:
         return out
 
     def stream_delete(self, payload: bytes, name: str) -> dict:
-        if not _is_empty(payload):
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
         stream = self._stream(name)
         self.js.delete_stream(stream)
@@ -273,7 +262,7 @@ class JetStreamApi:
 
     def stream_purge(self, payload: bytes, name: str) -> dict:
         req: dict = {}
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
         stream = self._stream(name)
         if stream.config.sealed:
@@ -287,7 +276,7 @@ class JetStreamApi:
         return {"success": True, "purged": purged}
 
     def _names_request(self, payload: bytes) -> dict:
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             return J.decode_strict(payload, _NAMES_REQUEST, "JSApiStreamNamesRequest")
         return {}
 

@@ -31,16 +31,6 @@ _RESET_REQUEST = J.Struct("JSApiConsumerResetRequest", {"seq": J.UINT64})
 Route = tuple[str, str, Callable[..., Any], tuple]
 
 
-def _has_body(payload: bytes) -> bool:
-    s = payload.lstrip()
-    return bool(s) and s[:1] in (b"{", b"[")
-
-
-def _is_empty(payload: bytes) -> bool:
-    s = payload.strip()
-    return not s or s == b"{}"
-
-
 class ConsumerApi:
     """Serves the consumer endpoints of one engine."""
 
@@ -142,13 +132,13 @@ class ConsumerApi:
     # ------------------------------------------------------------------ info / delete / lists
 
     def info(self, payload: bytes, stream_name: str, name: str) -> dict:
-        if not _is_empty(payload):
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
         stream = self._stream(stream_name)
         return self._consumer(stream, name).info()
 
     def delete(self, payload: bytes, stream_name: str, name: str) -> dict:
-        if not _is_empty(payload):
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
@@ -156,7 +146,7 @@ class ConsumerApi:
         return {"success": True}
 
     def _offset(self, payload: bytes) -> int:
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _CONSUMERS_REQUEST, "JSApiConsumersRequest")
             return max(0, req.get("offset", 0))
         return 0
@@ -180,7 +170,7 @@ class ConsumerApi:
         """``CONSUMER.PAUSE``: a JSON body may carry ``pause_until``; anything else (no body,
         ``{}``, a non-JSON text) resumes. Past times are stored but do not pause."""
         until = 0
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PAUSE_REQUEST, "JSApiConsumerPauseRequest")
             until = int(req.get("pause_until") or 0)
         stream = self._stream(stream_name)
