@@ -83,6 +83,127 @@ def test_js_api_edges_empty_body_endpoints_accept(target: str, js: JsClient, str
         "stream_delete_response", *STREAM_NOT_FOUND)
 
 
+# ---------------------------------------------------------------------- order of checks
+
+
+def test_js_api_edges_msg_delete_checks_body_first(target: str, js: JsClient,
+                                                   stream_name: str) -> None:
+    """MSG.DELETE: an empty body (``{}`` too) is 400/10003 and a bad one 10025, both before the
+    stream lookup; a white-space body decodes to nothing and deletes sequence 0."""
+    missing = unique_name()
+    mem = stream_name + "M"
+    js.create(stream_name)
+    js.create(mem, storage="memory")
+    for name in (stream_name, mem):
+        js.pub_ok(name, b"x")
+    rtype = "stream_msg_delete_response"
+    for name in (missing, stream_name):
+        for body in (b"", b"{}", b"{ }", b" {}\n"):
+            assert js.api(f"STREAM.MSG.DELETE.{name}", body) == error_reply(rtype, *BAD_REQUEST)
+        assert js.api(f"STREAM.MSG.DELETE.{name}", b"garbage") == error_reply(
+            rtype, 400, 10025,
+            "invalid JSON: invalid character 'g' looking for beginning of value at offset 1")
+        assert js.api(f"STREAM.MSG.DELETE.{name}", {"seq": -1}) == error_reply(
+            rtype, 400, 10025, "invalid JSON: json: cannot unmarshal number -1 into Go struct "
+            "field JSApiMsgDeleteRequest.seq of type uint64")
+        assert js.api(f"STREAM.MSG.DELETE.{name}", {"offset": 1}) == error_reply(
+            rtype, 400, 10025, 'invalid JSON: json: unknown field "offset"')
+    assert js.api(f"STREAM.MSG.DELETE.{missing}", {"seq": 1}) == error_reply(
+        rtype, *STREAM_NOT_FOUND)
+    assert js.api(f"STREAM.MSG.DELETE.{missing}", b" ") == error_reply(rtype, *STREAM_NOT_FOUND)
+    # White space decodes to {"seq":0}: the file store has no message 0, the memory store
+    # reports the sequence.
+    assert js.api(f"STREAM.MSG.DELETE.{stream_name}", b" \n") == error_reply(
+        rtype, 500, 10057, "no message found")
+    assert js.api(f"STREAM.MSG.DELETE.{mem}", b"\t") == error_reply(
+        rtype, 400, 10043, "sequence 0 not found")
+    assert js.state(stream_name)["messages"] == 1 and js.state(mem)["messages"] == 1
+
+
+def test_js_api_edges_purge_missing_stream(target: str, js: JsClient) -> None:
+    """PURGE decodes a JSON body (and refuses ``seq`` with ``keep``) before the stream lookup;
+    a body that is not a JSON object or array is ignored."""
+    missing = unique_name()
+    suffix = f"STREAM.PURGE.{missing}"
+    rtype = "stream_purge_response"
+    assert js.api(suffix, {"seq": 2, "keep": 1}) == error_reply(rtype, *BAD_REQUEST, purged=0)
+    assert js.api(suffix, {"subject": "x"}) == error_reply(
+        rtype, 400, 10025, 'invalid JSON: json: unknown field "subject"', purged=0)
+    assert js.api(suffix, b"[]") == error_reply(
+        rtype, 400, 10025, "invalid JSON: json: cannot unmarshal array into Go value of type "
+        "server.JSApiStreamPurgeRequest", purged=0)
+    for body in (b"", b" ", b"garbage", b"null", b"7", b'"x"', b'\x0c{"subject":"x"}', b"{}"):
+        assert js.api(suffix, body) == error_reply(rtype, *STREAM_NOT_FOUND, purged=0)
+
+
+@pytest.mark.parametrize("suffix,body,expected", [
+    # Optional bodies are decoded before the lookup.
+    ("STREAM.INFO.{m}", {"offset": "1"}, (400, 10025, "invalid JSON: json: cannot unmarshal "
+     "string into Go struct field JSApiStreamInfoRequest.offset of type int")),
+    ("STREAM.INFO.{m}", b"null", STREAM_NOT_FOUND),
+    ("CONSUMER.NAMES.{m}", {"offset": 1.5}, (400, 10025, "invalid JSON: json: cannot unmarshal "
+     "number 1.5 into Go struct field JSApiConsumersRequest.offset of type int")),
+    ("CONSUMER.LIST.{m}", b"[1]", (400, 10025, "invalid JSON: json: cannot unmarshal array "
+     "into Go value of type server.JSApiConsumersRequest")),
+    ("CONSUMER.NAMES.{m}", b"garbage", STREAM_NOT_FOUND),
+    ("CONSUMER.PAUSE.{m}.C", {"pause_until": 5}, (400, 10025, "invalid JSON: json: cannot "
+     "unmarshal number into Go struct field JSApiConsumerPauseRequest.pause_until of type "
+     "time.Time")),
+    # Required bodies: empty first, then the body, then the stream.
+    ("STREAM.MSG.GET.{m}", b"{ }", BAD_REQUEST),
+    ("STREAM.MSG.GET.{m}", b"null", BAD_REQUEST),
+    ("STREAM.MSG.GET.{m}", {"seq": 1, "last_by_subj": "x"}, BAD_REQUEST),
+    ("STREAM.MSG.GET.{m}", {"seq": 1}, STREAM_NOT_FOUND),
+    # SNAPSHOT looks the stream up before it decodes the body.
+    ("STREAM.SNAPSHOT.{m}", b"{}", BAD_REQUEST),
+    ("STREAM.SNAPSHOT.{m}", b"garbage", STREAM_NOT_FOUND),
+    ("STREAM.SNAPSHOT.{s}", b"garbage", (400, 10025, "invalid JSON: invalid character 'g' "
+     "looking for beginning of value at offset 1")),
+    ("STREAM.SNAPSHOT.{s}", b" ", (400, 10015, "deliver subject not valid")),
+    ("STREAM.SNAPSHOT.{s}", {"deliver_subject": "a.*"}, (400, 10015, "deliver subject not valid")),
+    # RESTORE decodes and checks the config; the name defaults to the subject's.
+    ("STREAM.RESTORE.{m}", b"", BAD_REQUEST),
+    ("STREAM.RESTORE.{m}", {"config": {"name": "OTHER"}}, (400, 10056, "stream name in "
+     "subject does not match request")),
+    ("STREAM.RESTORE.{m}", {"state": {"messages": -1}}, (400, 10025, "invalid JSON: json: "
+     "cannot unmarshal number -1 into Go struct field JSApiStreamRestoreRequest.state.messages "
+     "of type uint64")),
+    ("STREAM.RESTORE.{m}", {"config": {"pedantic": True}}, (400, 10025, "invalid JSON: json: "
+     'unknown field "pedantic"')),
+    ("STREAM.RESTORE.{m}", {"config": {"subjects": ["a b"]}}, (500, 10052, "invalid subject")),
+    ("STREAM.RESTORE.{s}", b" ", (400, 10130, "stream name already in use, cannot restore")),
+    ("STREAM.RESTORE.{s}", {"config": {"sealed": True}}, (400, 10130, "stream name already in "
+     "use, cannot restore")),
+], ids=lambda v: v if isinstance(v, str) else repr(v))
+def test_js_api_edges_check_order(target: str, js: JsClient, stream_name: str, suffix: str,
+                                  body: Any, expected: tuple[int, int, str]) -> None:
+    """Per endpoint, which of body, stream and consumer is checked first (``{m}`` is a missing
+    stream, ``{s}`` an existing one)."""
+    js.create(stream_name)
+    out = js.api(suffix.format(m=unique_name(), s=stream_name), body)
+    assert err(out) == expected
+
+
+def test_js_api_edges_restore_error_envelope(target: str, js: JsClient) -> None:
+    """A restore error still carries the (empty) ``deliver_subject``."""
+    m = js.api_msg(f"STREAM.RESTORE.{unique_name()}", b"{}")
+    assert m.data == (b'{"type":"io.nats.jetstream.api.v1.stream_restore_response","error":'
+                      b'{"code":400,"err_code":10003,"description":"bad request"},'
+                      b'"deliver_subject":""}')
+
+
+def test_js_api_edges_consumer_reset_whitespace_body(target: str, js: JsClient,
+                                                     stream_name: str) -> None:
+    """CONSUMER.RESET hands any non-empty body to ``json.Unmarshal``: white space alone is
+    ``unexpected end of JSON input``."""
+    js.create(stream_name)
+    durable(js, stream_name, "C")
+    m = js.request(f"$JS.API.CONSUMER.RESET.{stream_name}.C", b" \n")
+    assert m.data == (b'{"type":"io.nats.jetstream.api.v1.consumer_reset_response","error":'
+                      b'{"code":400,"err_code":10025,"description":'
+                      b'"invalid JSON: unexpected end of JSON input"},"reset_seq":0}')
+
+
 @pytest.mark.parametrize("body", [b'\x0c{"bogus":1}', b"\x0b[]"], ids=repr)
 def test_js_api_edges_optional_body_form_feed(target: str, js: JsClient, stream_name: str,
                                               body: bytes) -> None:

@@ -41,6 +41,10 @@ _INFO_REQUEST = {"deleted_details": J.BOOL, "subjects_filter": J.STRING, "offset
 _PURGE_REQUEST = {"filter": J.STRING, "seq": J.UINT64, "keep": J.UINT64}
 _NAMES_REQUEST = {"offset": J.INT, "subject": J.STRING}
 _MSG_DELETE_REQUEST = {"seq": J.UINT64, "no_erase": J.BOOL}
+_SNAPSHOT_REQUEST = {"deliver_subject": J.STRING, "no_consumers": J.BOOL, "chunk_size": J.INT,
+                     "window_size": J.INT, "jsck": J.BOOL}
+_RESTORE_REQUEST = J.Struct("JSApiStreamRestoreRequest",
+                            {"config": C.STREAM_CONFIG_TYPE, "state": C.STREAM_STATE_TYPE})
 
 #: Endpoints that exist only in a cluster: a single server answers 503/10010.
 _CLUSTER_ONLY = {
@@ -264,14 +268,14 @@ class JetStreamApi:
         req: dict = {}
         if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
+        seq, keep = req.get("seq", 0), req.get("keep", 0)
+        if seq > 0 and keep > 0:  # refused before the stream lookup
+            raise E.bad_request()
         stream = self._stream(name)
         if stream.config.sealed:
             raise E.stream_sealed()
         if stream.config.deny_purge:
             raise E.purge_not_permitted()
-        seq, keep = req.get("seq", 0), req.get("keep", 0)
-        if seq > 0 and keep > 0:
-            raise E.bad_request()
         purged = stream.purge(req.get("filter") or None, seq, keep)
         return {"success": True, "purged": purged}
 
@@ -311,10 +315,12 @@ class JetStreamApi:
         return msgget.msg_get(stream.store, req)
 
     def msg_delete(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        # The body is checked before the stream lookup: ``{}`` is 10003, a whitespace-only
+        # body decodes to nothing (seq 0).
+        if J.is_empty_request(payload):
             raise E.bad_request()
-        stream = self._stream(name)
         req = J.decode_strict(payload, _MSG_DELETE_REQUEST, "JSApiMsgDeleteRequest")
+        stream = self._stream(name)
         if stream.config.sealed:
             raise E.stream_sealed()
         if stream.config.deny_delete:
@@ -331,14 +337,30 @@ class JetStreamApi:
         return {"success": True}
 
     def stream_snapshot(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        """Refused after nats-server's checks, in its order: empty body, stream, body,
+        deliver subject."""
+        if J.is_empty_request(payload):
             raise E.bad_request()
         self._stream(name)
+        req = J.decode_strict(payload, _SNAPSHOT_REQUEST, "JSApiStreamSnapshotRequest")
+        if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
+            raise E.snapshot_deliver_subject_invalid()
         raise E.stream_snapshot("minijs does not support stream snapshots")
 
     def stream_restore(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        """Refused after nats-server's checks, in its order: empty body, body, name (an
+        omitted one is the subject's), path separators, the config, an existing stream."""
+        if J.is_empty_request(payload):
             raise E.bad_request()
+        req = J.decode_strict(payload, _RESTORE_REQUEST)
+        cfg = C.stream_config_from_dict(req.get("config") or {})
+        if not cfg.name:
+            cfg.name = name
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        if "/" in name or "\\" in name:
+            raise E.stream_name_contains_path_separators()
+        C.check_restore_config(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
         raise E.stream_restore("minijs does not support stream restore")
@@ -441,4 +463,5 @@ _ERROR_EXTRAS: dict[str, dict] = {
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
+    "stream_restore_response": {"deliver_subject": ""},
 }

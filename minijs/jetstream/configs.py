@@ -63,6 +63,9 @@ __all__ = [
     "parse_stream_config",
     "stream_config_from_dict",
     "validate_and_default",
+    "check_restore_config",
+    "is_valid_publish_subject",
+    "STREAM_STATE_TYPE",
     "check_unsupported",
     "required_api_level",
     "set_static_metadata",
@@ -211,6 +214,26 @@ _STREAM_CONFIG_FIELDS: dict[str, J.T] = {
 
 STREAM_CONFIG_TYPE = J.Struct("StreamConfig", _STREAM_CONFIG_FIELDS)
 """``server.StreamConfig`` (e.g. the ``config`` of a restore request)."""
+
+LOST_STREAM_DATA_TYPE = J.Struct("LostStreamData", {"msgs": J.Slice(J.UINT64), "bytes": J.UINT64})
+STREAM_STATE_TYPE = J.Struct(
+    "StreamState",
+    {
+        "messages": J.UINT64,
+        "bytes": J.UINT64,
+        "first_seq": J.UINT64,
+        "first_ts": J.TIME,
+        "last_seq": J.UINT64,
+        "last_ts": J.TIME,
+        "num_subjects": J.INT,
+        "subjects": J.Map(J.UINT64),
+        "num_deleted": J.INT,
+        "deleted": J.Slice(J.UINT64),
+        "lost": J.Ptr(LOST_STREAM_DATA_TYPE),
+        "consumer_count": J.INT,
+    },
+)
+"""``server.StreamState`` (the ``state`` of a restore request)."""
 
 STREAM_CONFIG_REQUEST_TYPE = J.Struct(
     "StreamConfigRequest", {**_STREAM_CONFIG_FIELDS, "pedantic": J.BOOL}
@@ -426,6 +449,11 @@ def _is_literal(s: str) -> bool:
 
 def _valid_publish_subject(s: str) -> bool:
     return _valid_subject(s) and _is_literal(s)
+
+
+def is_valid_publish_subject(s: str) -> bool:
+    """Go ``IsValidPublishSubject``: a valid subject without wildcard tokens."""
+    return _valid_publish_subject(s)
 
 
 # ---- subject mapping destinations (server/subject_transform.go, sublist.go ValidateMapping) ----
@@ -969,6 +997,13 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
         raise E.stream_replicas_not_supported()
     check_unsupported(out)
     return set_static_metadata(out)
+
+
+def check_restore_config(cfg: StreamConfig) -> StreamConfig:
+    """The config checks of a STREAM.RESTORE request (``checkStreamCfg`` without pedantic
+    mode): none of the create-only checks (a restored stream may be sealed), no unsupported
+    option check (minijs refuses every restore after these checks anyway)."""
+    return _check_stream_cfg(cfg, False)
 
 
 # --------------------------------------------------------------------------------------------

@@ -210,7 +210,7 @@ class ConsumerApi:
         rtype = "io.nats.jetstream.api.v1.consumer_reset_response"
         try:
             seq = 0
-            if payload.strip():
+            if payload:  # any byte, whitespace too, goes to json.Unmarshal
                 seq = int(J.decode_lenient(payload, _RESET_REQUEST).get("seq") or 0)
             seq = consumer.reset(seq)
             body: dict[str, Any] = {"type": rtype}
