@@ -219,3 +219,96 @@ def test_js_api_edges_optional_body_form_feed(target: str, js: JsClient, stream_
     assert js.api(f"CONSUMER.NAMES.{stream_name}", body)["consumers"] == ["C"]
     assert js.api(f"CONSUMER.LIST.{stream_name}", body)["total"] == 1
     assert js.api(f"CONSUMER.PAUSE.{stream_name}.C", body)["paused"] is False
+
+
+# ---------------------------------------------------------------------- paging
+
+
+@pytest.mark.parametrize("offset,expected", [(0, 0), (1, 1), (2, 2), (3, 2), (100, 2),
+                                             (2**63 - 1, 2), (-1, 0), (-2**63, 0)])
+def test_js_api_edges_offset_clamped(target: str, js: JsClient, stream_name: str, offset: int,
+                                     expected: int) -> None:
+    """NAMES/LIST: a negative offset counts as 0, one past the end is clamped to the total and
+    echoed clamped; empty pages are ``null`` for STREAM.NAMES, ``[]`` elsewhere."""
+    p = stream_name.lower()
+    a, b = stream_name + "A", stream_name + "B"
+    js.create(a, subjects=[f"{p}.a"])
+    js.create(b, subjects=[f"{p}.b"])
+    durable(js, a, "C1")
+    durable(js, a, "C2")
+    names = js.api("STREAM.NAMES", {"subject": f"{p}.>", "offset": offset})
+    assert (names["total"], names["offset"], names["limit"]) == (2, expected, 1024)
+    assert names["streams"] == ([a, b][expected:] or None)
+    listed = js.api("STREAM.LIST", {"subject": f"{p}.>", "offset": offset})
+    assert (listed["total"], listed["offset"], listed["limit"]) == (2, expected, 256)
+    assert [s["config"]["name"] for s in listed["streams"]] == [a, b][expected:]
+    cnames = js.api(f"CONSUMER.NAMES.{a}", {"offset": offset})
+    assert (cnames["total"], cnames["offset"], cnames["limit"]) == (2, expected, 1024)
+    assert cnames["consumers"] == ["C1", "C2"][expected:]
+    clist = js.api(f"CONSUMER.LIST.{a}", {"offset": offset})
+    assert (clist["total"], clist["offset"], clist["limit"]) == (2, expected, 256)
+    assert [c["name"] for c in clist["consumers"]] == ["C1", "C2"][expected:]
+
+
+def test_js_api_edges_info_subjects_offset_not_clamped(target: str, js: JsClient,
+                                                       stream_name: str) -> None:
+    """STREAM.INFO's subjects paging echoes the offset as asked, even past the end."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.a")
+    js.pub_ok(f"{p}.b")
+    out = js.info(stream_name, {"subjects_filter": ">", "offset": 5})
+    assert (out["total"], out["offset"], out["limit"]) == (2, 5, 100000)
+    assert "subjects" not in out["state"]
+
+
+@pytest.mark.parametrize("body,description", [
+    (b'{"a":1}', 'invalid JSON: json: unknown field "a"'),
+    (b"[]", "invalid JSON: json: cannot unmarshal array into Go value of type "
+     "server.{req}"),
+    (b'{"offset":1e3}', "invalid JSON: json: cannot unmarshal number 1e3 into Go struct field "
+     "{req}.offset of type int"),
+    (b'{"offset":9223372036854775808}', "invalid JSON: json: cannot unmarshal number "
+     "9223372036854775808 into Go struct field {req}.offset of type int"),
+    (b"{", "invalid JSON: unexpected EOF"),
+], ids=repr)
+def test_js_api_edges_list_error_envelopes(target: str, js: JsClient, stream_name: str,
+                                           body: bytes, description: str) -> None:
+    """The exact error replies of the four paging endpoints: each names its own request type;
+    STREAM.NAMES keeps ``"streams":null``, the others an empty list."""
+    js.create(stream_name)
+    cases = [
+        ("STREAM.NAMES", "stream_names_response", "JSApiStreamNamesRequest", b'"streams":null'),
+        ("STREAM.LIST", "stream_list_response", "JSApiStreamListRequest", b'"streams":[]'),
+        (f"CONSUMER.NAMES.{stream_name}", "consumer_names_response", "JSApiConsumersRequest",
+         b'"consumers":[]'),
+        (f"CONSUMER.LIST.{stream_name}", "consumer_list_response", "JSApiConsumersRequest",
+         b'"consumers":[]'),
+    ]
+    for suffix, rtype, req, tail in cases:
+        desc = description.replace("{req}", req).replace('"', '\\"').encode()
+        m = js.api_msg(suffix, body)
+        assert m.data == (b'{"type":"io.nats.jetstream.api.v1.' + rtype.encode()
+                          + b'","error":{"code":400,"err_code":10025,"description":"' + desc
+                          + b'"},"total":0,"offset":0,"limit":0,' + tail + b"}")
+
+
+# ---------------------------------------------------------------------- first_seq
+
+
+@pytest.mark.parametrize("storage", ["file", "memory"])
+@pytest.mark.parametrize("first_seq,first,last", [(0, 0, 0), (1, 1, 0), (2, 2, 1),
+                                                  (100, 100, 99)])
+def test_js_api_edges_first_seq(target: str, js: JsClient, stream_name: str, storage: str,
+                                first_seq: int, first: int, last: int) -> None:
+    """A new stream with ``first_seq`` N reports first_seq N, last_seq N-1 (``first_seq`` 1
+    too: only an unset one gives 0/0); the first message gets max(N, 1)."""
+    created = js.create(stream_name, storage=storage, first_seq=first_seq)
+    st = created["state"]
+    assert (st["messages"], st["first_seq"], st["last_seq"]) == (0, first, last)
+    assert (created["config"].get("first_seq"), js.state(stream_name)["first_seq"]) == (
+        first_seq or None, first)
+    assert js.pub_ok(stream_name, b"x") == max(first_seq, 1)
+    st = js.state(stream_name)
+    assert (st["messages"], st["first_seq"], st["last_seq"]) == (1, max(first_seq, 1),
+                                                                 max(first_seq, 1))

@@ -279,30 +279,27 @@ class JetStreamApi:
         purged = stream.purge(req.get("filter") or None, seq, keep)
         return {"success": True, "purged": purged}
 
-    def _names_request(self, payload: bytes) -> dict:
+    def _matching_streams(self, payload: bytes, struct_name: str) -> tuple[list["Stream"], int]:
+        """The sorted streams a NAMES/LIST body selects and the page offset: a body is decoded
+        only when it is a JSON object or array; a negative offset counts as 0 and one past the
+        end is clamped to the total (nats-server echoes the clamped value)."""
+        req: dict = {}
         if J.is_object_or_array(payload):
-            return J.decode_strict(payload, _NAMES_REQUEST, "JSApiStreamNamesRequest")
-        return {}
-
-    def _matching_streams(self, req: dict) -> list["Stream"]:
+            req = J.decode_strict(payload, _NAMES_REQUEST, struct_name)
         filt = req.get("subject") or ""
         streams = sorted(self.js.streams.values(), key=lambda s: s.name)
         if filt:
             streams = [s for s in streams if s.subjects_overlap(filt)]
-        return streams
+        return streams, min(max(0, req.get("offset", 0)), len(streams))
 
     def stream_names(self, payload: bytes) -> dict:
-        req = self._names_request(payload)
-        streams = self._matching_streams(req)
-        offset = max(0, req.get("offset", 0))
+        streams, offset = self._matching_streams(payload, "JSApiStreamNamesRequest")
         page = [s.name for s in streams[offset:offset + NAMES_LIMIT]]
         return {"total": len(streams), "offset": offset, "limit": NAMES_LIMIT,
                 "streams": page or None}
 
     def stream_list(self, payload: bytes) -> dict:
-        req = self._names_request(payload)
-        streams = self._matching_streams(req)
-        offset = max(0, req.get("offset", 0))
+        streams, offset = self._matching_streams(payload, "JSApiStreamListRequest")
         page = [s.info_json(dynamic_metadata=False, cluster=False)
                 for s in streams[offset:offset + LIST_LIMIT]]
         return {"total": len(streams), "offset": offset, "limit": LIST_LIMIT, "streams": page}
@@ -459,7 +456,7 @@ _ERROR_EXTRAS: dict[str, dict] = {
     "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
     "stream_purge_response": {"purged": 0},
     "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
-    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},

@@ -146,6 +146,8 @@ class ConsumerApi:
         return {"success": True}
 
     def _offset(self, payload: bytes) -> int:
+        """The requested offset (negative counts as 0); the body is decoded before the stream
+        is looked up, and only when it is a JSON object or array."""
         if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _CONSUMERS_REQUEST, "JSApiConsumersRequest")
             return max(0, req.get("offset", 0))
@@ -155,6 +157,7 @@ class ConsumerApi:
         offset = self._offset(payload)
         stream = self._stream(stream_name)
         names = sorted(stream.consumers)
+        offset = min(offset, len(names))  # past the end: clamped to the total, and echoed so
         return {"total": len(names), "offset": offset, "limit": NAMES_LIMIT,
                 "consumers": names[offset:offset + NAMES_LIMIT]}
 
@@ -162,6 +165,7 @@ class ConsumerApi:
         offset = self._offset(payload)
         stream = self._stream(stream_name)
         names = sorted(stream.consumers)
+        offset = min(offset, len(names))
         page = [stream.consumers[n].info(dynamic_metadata=False)
                 for n in names[offset:offset + LIST_LIMIT]]
         return {"total": len(names), "offset": offset, "limit": LIST_LIMIT, "consumers": page}

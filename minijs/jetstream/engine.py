@@ -139,7 +139,9 @@ class JetStream:
             store = open_store("file", path, sync=False)
         else:
             store = open_store("memory")
-        if cfg.first_seq > 1:
+        if cfg.first_seq > 0:
+            # Even first_seq 1 marks the store as started: nats-server reports
+            # first_seq 1 (not 0) for the empty stream.
             store.compact(cfg.first_seq)
         stream = Stream(self, cfg, self.clock.time_ns(), store)
         self.streams[cfg.name] = stream
