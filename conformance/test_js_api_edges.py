@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conformance.helpers import SpawnFn
 from conformance.jshelpers import TYPE_PREFIX, JsClient, error_reply, unique_name
 
 NOT_EMPTY = (400, 10038, "expected an empty request payload")
@@ -312,3 +313,85 @@ def test_js_api_edges_first_seq(target: str, js: JsClient, stream_name: str, sto
     st = js.state(stream_name)
     assert (st["messages"], st["first_seq"], st["last_seq"]) == (1, max(first_seq, 1),
                                                                  max(first_seq, 1))
+
+
+# ---------------------------------------------------------------------- found by the fuzzer
+
+
+def test_js_api_edges_unsigned_minus_zero(target: str, js: JsClient, stream_name: str) -> None:
+    """``-0`` is no uint64 for Go (ParseUint takes no sign), though it is a fine int64."""
+    js.create(stream_name)
+    assert err(js.purge(stream_name, b'{"seq":-0}')) == (
+        400, 10025, "invalid JSON: json: cannot unmarshal number -0 into Go struct field "
+        "JSApiStreamPurgeRequest.seq of type uint64")
+    assert err(js.api(f"STREAM.MSG.DELETE.{stream_name}", b'{"SEQ":-0}')) == (
+        400, 10025, "invalid JSON: json: cannot unmarshal number -0 into Go struct field "
+        "JSApiMsgDeleteRequest.SEQ of type uint64")
+    assert js.api("STREAM.NAMES", b'{"offset":-0,"subject":"nothing.here"}')["total"] == 0
+
+
+def test_js_api_edges_info_subjects_filter_no_match_offset(target: str, js: JsClient,
+                                                           stream_name: str) -> None:
+    """A subjects filter matching nothing leaves all paging fields 0, the offset too."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.a")
+    out = js.info(stream_name, {"subjects_filter": f"{p}.none", "offset": 1024})
+    assert (out["total"], out["offset"], out["limit"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("when,first", [("2999-01-01T00:00:00+01:00", True),
+                                        ("1000-01-01T00:00:00Z", False)])
+def test_js_api_edges_start_time_out_of_int64(target: str, js: JsClient, stream_name: str,
+                                              when: str, first: bool) -> None:
+    """A start time outside Go's UnixNano range (years 1678-2262) wraps around int64: 2999
+    lands before the first message (MSG.GET and DIRECT.GET answer message 1), the year 1000
+    after the last one (no message)."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.*"], allow_direct=True)
+    js.pub_ok(f"{p}.a", b"one")
+    js.pub_ok(f"{p}.b", b"two")
+    out = js.msg_get(stream_name, {"start_time": when})
+    m = js.request(f"$JS.API.DIRECT.GET.{stream_name}", {"start_time": when})
+    if first:
+        assert (out["message"]["seq"], out["message"]["subject"]) == (1, f"{p}.a")
+        assert (m.headers["Nats-Sequence"], m.data) == ("1", b"one")
+    else:
+        assert err(out) == (404, 10037, "no message found")
+        assert (m.status, m.data) == ("404 Message Not Found", b"")
+
+
+def test_js_api_edges_msg_delete_store_errors_not_counted(target: str, spawn: SpawnFn) -> None:
+    """MSG.DELETE's store refusals (no message, sequence not found) reach the client as errors
+    but count as plain requests in ``api``; the checks before them count as errors."""
+    js = JsClient.connect(spawn(jetstream=True))
+    try:
+        js.create("F")
+        js.create("M", storage="memory")
+        js.pub_ok("F")
+        js.pub_ok("M")
+        before = js.account_info()["api"]
+        for name, seq in (("F", 0), ("F", 7), ("M", 7), ("M", 0)):
+            assert "error" in js.msg_delete(name, {"seq": seq})
+        after = js.account_info()["api"]
+        assert (after["total"] - before["total"], after["errors"] - before["errors"]) == (5, 0)
+        assert "error" in js.msg_delete("F", b"{}")
+        assert "error" in js.msg_delete("NOPE", {"seq": 1})
+        last = js.account_info()["api"]
+        assert (last["total"] - after["total"], last["errors"] - after["errors"]) == (3, 2)
+    finally:
+        js.close()
+
+
+def test_js_api_edges_update_republish_empty_dest(target: str, js: JsClient,
+                                                  stream_name: str) -> None:
+    """An update with a republish lacking ``dest`` stores ``">"`` as the destination (and
+    ``">"`` as the missing source), no cycle check applied; a create keeps it empty."""
+    p = stream_name.lower()
+    created = js.create(stream_name, subjects=[f"{p}.>"], republish={"src": f"{p}.a"})
+    assert created["config"]["republish"] == {"src": f"{p}.a", "dest": ""}
+    out = js.update(stream_name, subjects=[f"{p}.>"], republish={})
+    assert out["config"]["republish"] == {"src": ">", "dest": ">"}
+    assert js.info(stream_name)["config"]["republish"] == {"src": ">", "dest": ">"}
+    out = js.update(stream_name, subjects=[f"{p}.>"], republish={"headers_only": True})
+    assert out["config"]["republish"] == {"src": ">", "dest": ">", "headers_only": True}

@@ -26,3 +26,22 @@ def test_non_empty_requests(body: bytes) -> None:
 ])
 def test_object_or_array(body: bytes, expected: bool) -> None:
     assert J.is_object_or_array(body) is expected
+
+
+def test_unsigned_minus_zero_is_refused() -> None:
+    """strconv.ParseUint takes no sign: ``-0`` fits int64 but not uint64."""
+    assert J.decode_strict(b'{"n":-0}', {"n": J.INT64}, "R") == {"n": 0}
+    with pytest.raises(Exception) as info:
+        J.decode_strict(b'{"n":-0}', {"n": J.UINT64}, "R")
+    assert str(info.value) == ("invalid JSON: json: cannot unmarshal number -0 into Go struct "
+                               "field R.n of type uint64")
+
+
+def test_update_fills_empty_republish_destination() -> None:
+    from minijs.jetstream import configs as C
+
+    old, _ = C.parse_stream_config(b'{"name":"S","subjects":["s.>"]}')
+    old = C.validate_and_default(old, create=True)
+    new, _ = C.parse_stream_config(b'{"name":"S","subjects":["s.>"],"republish":{}}')
+    cfg = C.check_update(old, new)
+    assert (cfg.republish["src"], cfg.republish["dest"]) == (">", ">")

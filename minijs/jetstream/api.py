@@ -5,7 +5,8 @@ handler (an exact token count, as nats-server's per-endpoint subscriptions do: a
 names no endpoint gets no reply at all). Each handler returns the reply fields or raises
 :class:`~minijs.jetstream.errors.ApiError`; the dispatcher wraps them in the
 ``{"type": "io.nats.jetstream.api.v1.<x>_response", ...}`` envelope, counts ``api.total`` /
-``api.errors`` and publishes the reply.
+``api.errors`` and publishes the reply. (The few errors nats-server sends as successes, not
+counted in ``api.errors``, are returned as an ``error`` field instead of raised.)
 
 ``DIRECT.GET`` and ``CONSUMER.MSG.NEXT`` answer with raw messages or status headers instead of
 JSON; when nothing serves them the requester gets the core 503, as from nats-server where
@@ -57,6 +58,13 @@ _CLUSTER_ONLY = {
 
 class Reply(dict):
     """Reply fields (in emission order) of a successful request."""
+
+
+def _uncounted(err: E.ApiError) -> dict:
+    """Reply fields for an error nats-server sends through its success path
+    (``sendAPIResponse`` with ``resp.Error`` set): the requester sees the error, but it counts
+    as a request only, not in ``api.errors``."""
+    return {"error": err.to_json()}
 
 
 class JetStreamApi:
@@ -244,9 +252,9 @@ class JetStreamApi:
         filt = req.get("subjects_filter") or None
         window = None
         if filt:
-            offset = max(0, req.get("offset", 0))
             subjects = stream.store.subject_state(filt)
-            if subjects:
+            if subjects:  # paging fields (the offset too) only when some subject matched
+                offset = max(0, req.get("offset", 0))
                 total = len(subjects)
                 limit = SUBJECTS_LIMIT
                 window = (offset, limit)
@@ -323,14 +331,16 @@ class JetStreamApi:
         if stream.config.deny_delete:
             raise E.message_delete_not_permitted()
         seq = req.get("seq", 0)
+        # The store's own refusals travel nats-server's success path: an error reply that
+        # api.errors does not count.
         if stream.config.storage == "file":
             # The file store reports these itself, wrapped as 500/10057 (observed on 2.15.1).
             if seq == 0:
-                raise E.stream_msg_delete_failed("no message found")
+                return _uncounted(E.stream_msg_delete_failed("no message found"))
             if seq > stream.store.last_seq:
-                raise E.stream_msg_delete_failed("stream store EOF")
+                return _uncounted(E.stream_msg_delete_failed("stream store EOF"))
         if not stream.remove_msg(seq, not req.get("no_erase", False)):
-            raise E.sequence_not_found(seq)
+            return _uncounted(E.sequence_not_found(seq))
         return {"success": True}
 
     def stream_snapshot(self, payload: bytes, name: str) -> dict:

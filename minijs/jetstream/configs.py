@@ -1086,6 +1086,10 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
         cfg.deny_delete, cfg.deny_purge = True, True
         cfg.allow_rollup_hdrs = False
     check_unsupported(cfg)
+    if cfg.republish is not None and not cfg.republish["dest"]:
+        # Applying the update (not validating it) fills an empty republish destination with
+        # ">"; nats-server stores and reports that (no cycle check any more).
+        cfg.republish = dict(cfg.republish, dest=">")
     return set_static_metadata(cfg)
 
 

@@ -904,7 +904,8 @@ class Int(T):
     def decode(self, node, cur, path, ctx):
         if node[0] == "n":
             raw = node[1]
-            if _INT_RE.fullmatch(raw):
+            # strconv.ParseUint takes no sign at all: "-0" is an error for unsigned kinds.
+            if _INT_RE.fullmatch(raw) and (self.signed or raw[0] != "-"):
                 v = int(raw)
                 if self.lo <= v <= self.hi:
                     return v
