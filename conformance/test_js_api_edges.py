@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 
 from conformance.helpers import SpawnFn
-from conformance.jshelpers import TYPE_PREFIX, JsClient, error_reply, unique_name
+from conformance.jshelpers import (
+    TYPE_PREFIX,
+    JsClient,
+    api_error,
+    error_reply,
+    header_block,
+    unique_name,
+)
 
 NOT_EMPTY = (400, 10038, "expected an empty request payload")
 BAD_REQUEST = (400, 10003, "bad request")
@@ -395,3 +402,31 @@ def test_js_api_edges_update_republish_empty_dest(target: str, js: JsClient,
     assert js.info(stream_name)["config"]["republish"] == {"src": ">", "dest": ">"}
     out = js.update(stream_name, subjects=[f"{p}.>"], republish={"headers_only": True})
     assert out["config"]["republish"] == {"src": ">", "dest": ">", "headers_only": True}
+
+
+@pytest.mark.parametrize("value,refused", [
+    ("", False), (" 5", False), ("+5", False), ("-9223372036854775808", False), ("5 ", True),
+    ("6", True), ("abc", True), ("5.0", True), ("0x5", True), ("\u0665", True),
+    ("-9223372036854775809", True), ("99999999999999999999", True),
+], ids=repr)
+def test_js_api_edges_required_api_level_values(target: str, js: JsClient, stream_name: str,
+                                                value: str, refused: bool) -> None:
+    """``Nats-Required-Api-Level`` is read raw (leading spaces skipped, trailing ones kept) and
+    parsed like Go's ``strconv.Atoi``; an empty value asks for nothing. The same on the JSON
+    endpoints, DIRECT.GET and CONSUMER.RESET; a lower-case header name is not the header."""
+    js.create(stream_name, allow_direct=True)
+    js.pub_ok(stream_name, b"x")
+    durable(js, stream_name, "C")
+    hdr = header_block(("Nats-Required-Api-Level", value))
+    level_error = api_error(412, 10185, "JetStream minimum api level required")
+    info = js.api(f"STREAM.INFO.{stream_name}", headers=hdr)
+    assert (info.get("error") == level_error) is refused
+    m = js.request(f"$JS.API.DIRECT.GET.{stream_name}", {"seq": 1}, headers=hdr)
+    assert (m.status, m.data) == (("412 Required Api Level", b"") if refused else ("", b"x"))
+    reset = js.request(f"$JS.API.CONSUMER.RESET.{stream_name}.C", b"", headers=hdr).json()
+    assert (reset.get("error") == level_error) is refused
+    if refused:
+        assert reset == {"type": TYPE_PREFIX + "consumer_reset_response", "error": level_error,
+                         "reset_seq": 0}
+    lower = header_block(("nats-required-api-level", "99"))
+    assert "error" not in js.api(f"STREAM.INFO.{stream_name}", headers=lower)

@@ -14,6 +14,7 @@ those subjects are served by per-stream/per-consumer subscriptions.
 """
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -58,6 +59,23 @@ _CLUSTER_ONLY = {
 
 class Reply(dict):
     """Reply fields (in emission order) of a successful request."""
+
+
+_API_LEVEL_KEY = H.REQUIRED_API_LEVEL.encode()
+_ATOI = re.compile(rb"[+-]?[0-9]+")
+
+
+def _slice_header(hdr: bytes, key: bytes) -> bytes | None:
+    """Go ``sliceHeader``: the value of the first ``\r\n<key>:`` line (exact case), leading
+    spaces skipped, everything else up to the CRLF kept; None when absent."""
+    i = hdr.find(b"\r\n" + key + b":")
+    if i < 0:
+        return None
+    start = i + 2 + len(key) + 1
+    while start < len(hdr) and hdr[start] == 0x20:
+        start += 1
+    end = hdr.find(b"\r\n", start)
+    return hdr[start:end if end >= 0 else len(hdr)]
 
 
 def _uncounted(err: E.ApiError) -> dict:
@@ -126,14 +144,16 @@ class JetStreamApi:
 
     @staticmethod
     def _check_api_level(hdr: bytes) -> None:
-        value = H.parse(hdr).get(H.REQUIRED_API_LEVEL)
-        if value is None:
+        """nats-server's ``errorOnRequiredApiLevel``: the raw header value (leading spaces
+        skipped, trailing ones kept) must be empty or a Go ``strconv.Atoi`` integer (ASCII
+        digits, optional sign, int64 range) not above our level."""
+        value = _slice_header(hdr, _API_LEVEL_KEY)
+        if not value:
             return
-        try:
-            level = int(value)
-        except ValueError:
-            raise E.required_api_level() from None
-        if level > API_LEVEL:
+        if not _ATOI.fullmatch(value):
+            raise E.required_api_level()
+        level = int(value)
+        if not -(1 << 63) <= level < (1 << 63) or level > API_LEVEL:
             raise E.required_api_level()
 
     def _route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:

@@ -213,6 +213,8 @@ class ConsumerApi:
             return
         rtype = "io.nats.jetstream.api.v1.consumer_reset_response"
         try:
+            if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
+                self.api._check_api_level(hdr)
             seq = 0
             if payload:  # any byte, whitespace too, goes to json.Unmarshal
                 seq = int(J.decode_lenient(payload, _RESET_REQUEST).get("seq") or 0)
