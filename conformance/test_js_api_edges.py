@@ -430,3 +430,20 @@ def test_js_api_edges_required_api_level_values(target: str, js: JsClient, strea
                          "reset_seq": 0}
     lower = header_block(("nats-required-api-level", "99"))
     assert "error" not in js.api(f"STREAM.INFO.{stream_name}", headers=lower)
+
+
+def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
+                                                     stream_name: str) -> None:
+    """Most endpoints refuse a too-high ``Nats-Required-Api-Level`` before looking at the body;
+    CONSUMER.CREATE decodes its body first and CONSUMER.INFO checks for an empty one first."""
+    js.create(stream_name)
+    durable(js, stream_name, "C")
+    hdr = header_block(("Nats-Required-Api-Level", "99"))
+    level = (412, 10185, "JetStream minimum api level required")
+    assert err(js.api(f"STREAM.INFO.{stream_name}", b"{", headers=hdr)) == level
+    assert err(js.api(f"CONSUMER.DELETE.{stream_name}.C", b" ", headers=hdr)) == level
+    assert err(js.api(f"CONSUMER.INFO.{stream_name}.C", b" ", headers=hdr)) == NOT_EMPTY
+    assert err(js.api(f"CONSUMER.INFO.{stream_name}.C", b"{}", headers=hdr)) == level
+    assert err(js.api(f"CONSUMER.CREATE.{stream_name}.D", b"{", headers=hdr)) == (
+        400, 10025, "invalid JSON: unexpected EOF")
+    assert err(js.api(f"CONSUMER.CREATE.{unique_name()}", b"{}", headers=hdr)) == level

@@ -119,9 +119,12 @@ class JetStreamApi:
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
         try:
-            if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
-                self._check_api_level(hdr)
-            fields = handler(payload, *args)
+            if kind == "json":
+                if hdr and _API_LEVEL_KEY in hdr:
+                    self._check_api_level(hdr)
+                fields = handler(payload, *args)
+            else:  # "json_hdr": the handler checks the API level itself, where nats-server does
+                fields = handler(payload, hdr, *args)
             body = {"type": TYPE_PREFIX + rtype}
             body.update(fields)
         except Exception as exc:
@@ -143,11 +146,11 @@ class JetStreamApi:
             self.audit(subject, payload, data, origin)
 
     @staticmethod
-    def _check_api_level(hdr: bytes) -> None:
+    def _check_api_level(hdr: bytes | None) -> None:
         """nats-server's ``errorOnRequiredApiLevel``: the raw header value (leading spaces
         skipped, trailing ones kept) must be empty or a Go ``strconv.Atoi`` integer (ASCII
         digits, optional sign, int64 range) not above our level."""
-        value = _slice_header(hdr, _API_LEVEL_KEY)
+        value = _slice_header(hdr, _API_LEVEL_KEY) if hdr else None
         if not value:
             return
         if not _ATOI.fullmatch(value):

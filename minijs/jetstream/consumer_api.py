@@ -53,13 +53,13 @@ class ConsumerApi:
             subject = "$JS.API." + ".".join(t)
             if C.parse_create_subject(subject) is None:
                 return None
-            return "json", "consumer_create_response", self.create, (subject,)
+            return "json_hdr", "consumer_create_response", self.create, (subject,)
         if n == 3 and op == "NAMES":
             return "json", "consumer_names_response", self.names, (t[2],)
         if n == 3 and op == "LIST":
             return "json", "consumer_list_response", self.list, (t[2],)
         if n == 4 and op == "INFO":
-            return "json", "consumer_info_response", self.info, (t[2], t[3])
+            return "json_hdr", "consumer_info_response", self.info, (t[2], t[3])
         if n == 4 and op == "DELETE":
             return "json", "consumer_delete_response", self.delete, (t[2], t[3])
         if n == 4 and op == "PAUSE":
@@ -90,12 +90,14 @@ class ConsumerApi:
 
     # ------------------------------------------------------------------ create
 
-    def create(self, payload: bytes, subject: str) -> dict:
+    def create(self, payload: bytes, hdr: bytes | None, subject: str) -> dict:
         """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``, checks in server order
-        (see the :mod:`consumer_config` module docstring)."""
+        (see the :mod:`consumer_config` module docstring): the body is decoded before the API
+        level header is checked."""
         form = C.parse_create_subject(subject)
         assert form is not None  # route() only sends parseable subjects
         cfg, action, pedantic, req_stream = C.parse_create_request(payload)
+        self.api._check_api_level(hdr)
         cfg = C.apply_create_subject(form, cfg, req_stream)
         stream = self._stream(form.stream)
         key = C.consumer_key(cfg)
@@ -131,9 +133,11 @@ class ConsumerApi:
 
     # ------------------------------------------------------------------ info / delete / lists
 
-    def info(self, payload: bytes, stream_name: str, name: str) -> dict:
+    def info(self, payload: bytes, hdr: bytes | None, stream_name: str, name: str) -> dict:
+        """The empty-body check comes before the API level check."""
         if not J.is_empty_request(payload):
             raise E.not_empty_request()
+        self.api._check_api_level(hdr)
         stream = self._stream(stream_name)
         return self._consumer(stream, name).info()
 
