@@ -46,8 +46,8 @@ def err(out: dict[str, Any]) -> tuple[int, int, str]:
 
 
 def durable(js: JsClient, stream: str, name: str) -> None:
-    out = js.api(f"CONSUMER.CREATE.{stream}.{name}",
-                 {"stream_name": stream, "config": {"durable_name": name, "ack_policy": "explicit"}})
+    config = {"durable_name": name, "ack_policy": "explicit"}
+    out = js.api(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config})
     assert "error" not in out, out
 
 
@@ -432,10 +432,71 @@ def test_js_api_edges_required_api_level_values(target: str, js: JsClient, strea
     assert "error" not in js.api(f"STREAM.INFO.{stream_name}", headers=lower)
 
 
+def test_js_api_edges_server_resource_limits(target: str, js: JsClient, stream_name: str) -> None:
+    """A ``max_bytes`` beyond what the server has (75% of its memory or disk unless configured)
+    is refused on create and update — after the existing-name check, before the subject
+    overlap; 4 EiB is beyond any host."""
+    huge = 2**62
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"])
+    other = stream_name + "X"
+    out = js.create(other, check=False, subjects=[f"{p}x"], max_bytes=huge)
+    assert err(out) == (500, 10047, "insufficient storage resources available")
+    out = js.create(other, check=False, subjects=[f"{p}x"], max_bytes=huge, storage="memory")
+    assert err(out) == (500, 10028, "insufficient memory resources available")
+    out = js.create(other, check=False, subjects=[f"{p}.a"], max_bytes=huge)
+    assert err(out) == (500, 10047, "insufficient storage resources available")
+    out = js.create(stream_name, check=False, subjects=[f"{p}.>"], max_bytes=huge)
+    assert err(out) == (400, 10058, "stream name already in use with a different configuration")
+    out = js.update(stream_name, subjects=[f"{p}.>"], max_bytes=huge)
+    assert err(out) == (500, 10047, "insufficient storage resources available")
+    out = js.update(stream_name, subjects=[f"{p}.>"], max_bytes=huge, max_age=-1)
+    assert err(out) == (500, 10052, "max age can not be negative")
+    assert js.info(stream_name)["config"]["max_bytes"] == -1
+
+
+def test_js_api_edges_reserved_resources(target: str, spawn: SpawnFn) -> None:
+    """Account info reserves each stream's ``max_bytes`` (by storage type) until it changes or
+    the stream goes."""
+    js = JsClient.connect(spawn(jetstream=True))
+    try:
+        js.create("F", max_bytes=1000)
+        js.create("M", max_bytes=2000, storage="memory")
+        js.create("N")
+        info = js.account_info()
+        assert (info["reserved_storage"], info["reserved_memory"]) == (1000, 2000)
+        assert "error" not in js.update("F", subjects=["F"], max_bytes=3000)
+        assert "error" not in js.update("M", subjects=["M"], max_bytes=500, storage="memory")
+        info = js.account_info()
+        assert (info["reserved_storage"], info["reserved_memory"]) == (3000, 500)
+        js.delete("F")
+        assert "error" not in js.update("M", subjects=["M"], storage="memory")
+        info = js.account_info()
+        assert (info["reserved_storage"], info["reserved_memory"]) == (0, 0)
+    finally:
+        js.close()
+
+
+def test_js_api_edges_refusals_before_feature_checks(target: str, js: JsClient,
+                                                     stream_name: str) -> None:
+    """Configs with options nats-server accepts (counters here) still get every other
+    refusal first: the existing name, the subject overlap, the update rules."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"])
+    out = js.create(stream_name, check=False, subjects=[f"{p}.>"], allow_msg_counter=True)
+    assert err(out) == (400, 10058, "stream name already in use with a different configuration")
+    out = js.create(stream_name + "X", check=False, subjects=[f"{p}.a"], allow_msg_counter=True)
+    assert err(out) == (400, 10065, "subjects overlap with an existing stream")
+    out = js.update(stream_name, subjects=[f"{p}.>"], allow_msg_counter=True)
+    assert err(out) == (500, 10052,
+                        "stream configuration update can not change message counter setting")
+
+
 def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
                                                      stream_name: str) -> None:
     """Most endpoints refuse a too-high ``Nats-Required-Api-Level`` before looking at the body;
-    CONSUMER.CREATE decodes its body first and CONSUMER.INFO checks for an empty one first."""
+    CONSUMER.CREATE decodes its body first, CONSUMER.INFO checks for an empty one first, and
+    the cluster-only endpoints ignore it."""
     js.create(stream_name)
     durable(js, stream_name, "C")
     hdr = header_block(("Nats-Required-Api-Level", "99"))
@@ -447,3 +508,7 @@ def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
     assert err(js.api(f"CONSUMER.CREATE.{stream_name}.D", b"{", headers=hdr)) == (
         400, 10025, "invalid JSON: unexpected EOF")
     assert err(js.api(f"CONSUMER.CREATE.{unique_name()}", b"{}", headers=hdr)) == level
+    # The cluster-only endpoints refuse on a single server before they look at it.
+    clustering = (503, 10010, "JetStream clustering support required")
+    assert err(js.api(f"STREAM.LEADER.STEPDOWN.{stream_name}", headers=hdr)) == clustering
+    assert err(js.api(f"CONSUMER.LEADER.STEPDOWN.{stream_name}.C", headers=hdr)) == clustering

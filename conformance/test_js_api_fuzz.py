@@ -6,10 +6,11 @@ fixture), and the JSON replies must be equal once the values that legitimately d
 The bodies are what a careless or hostile client could send: every JSON type at the top level
 and in every known field, unknown and case-folded keys, duplicate keys, numbers at the limits
 of Go's integer types and in float or exponent form, unicode and escapes, truncated JSON and
-bytes that are not JSON at all. Hypothesis generates them from a fixed seed (``derandomize``),
-without shrinking, so a run is deterministic; every request is sent to both servers in the same
-order, so their states stay in step. Against ``nats-server`` itself the case proves that the
-normalisation hides nothing but per-server values.
+bytes that are not JSON at all; some requests carry an odd ``Nats-Required-Api-Level``.
+Hypothesis generates them from a fixed seed (``derandomize``), without shrinking, so a run is
+deterministic; every request is sent to both servers in the same order, so their states stay
+in step. Against ``nats-server`` itself the case proves that the normalisation hides nothing
+but per-server values.
 
 Endpoints that would start real work on nats-server which no reply reflects are kept out of
 reach: SNAPSHOT bodies never carry a ``deliver_subject`` and RESTORE only targets the existing
@@ -28,7 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance.helpers import SpawnFn
-from conformance.jshelpers import JsClient, Msg
+from conformance.jshelpers import JsClient, Msg, header_block
 from conformance.servers import ServerProcess, spawn_server
 
 REFERENCE = "nats-server"
@@ -388,13 +389,14 @@ class Pair:
         g = str(self.generation).encode()
         return data.replace(STREAM.encode(), b"FZ" + g).replace(NEW_STREAM.encode(), b"NW" + g)
 
-    def both(self, suffix: str, body: bytes, wait: float = 5.0) -> tuple[Any, Any]:
+    def both(self, suffix: str, body: bytes, headers: bytes | None = None,
+             wait: float = 5.0) -> tuple[Any, Any]:
         subject = self.names(f"$JS.API.{suffix}".encode()).decode()
         body = self.names(body)
         out = []
         for c in self.clients:
             try:
-                out.append(reply_form(c.request(subject, body, timeout=wait)))
+                out.append(reply_form(c.request(subject, body, headers, timeout=wait)))
             except TimeoutError:
                 out.append(reply_form(None))
         return out[0], out[1]
@@ -436,8 +438,15 @@ def pair(target: str, spawn: SpawnFn) -> Iterator[Pair]:
         reference.stop()
 
 
+#: ``Nats-Required-Api-Level`` values (sent with a few of the requests).
+API_LEVELS = ["", "0", "5", " 5", "+5", "5 ", "6", "-1", "abc", "\u0665",
+              "-9223372036854775809", "99999999999999999999"]
+api_level_header = st.one_of(
+    st.none(), st.none(), st.none(), st.none(), st.none(), st.none(),
+    st.sampled_from(API_LEVELS).map(lambda v: header_block(("Nats-Required-Api-Level", v))),
+)
 endpoint_and_body = st.sampled_from(range(len(ENDPOINTS))).flatmap(
-    lambda i: st.tuples(st.just(i), ENDPOINTS[i][1]))
+    lambda i: st.tuples(st.just(i), ENDPOINTS[i][1], api_level_header))
 
 
 def test_js_api_fuzz_bodies(target: str, pair: Pair) -> None:
@@ -449,19 +458,20 @@ def test_js_api_fuzz_bodies(target: str, pair: Pair) -> None:
     @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(endpoint_and_body)
-    def run(case: tuple[int, bytes]) -> None:
-        index, body = case
+    def run(case: tuple[int, bytes, bytes | None]) -> None:
+        index, body, headers = case
         suffix, _, mutates = ENDPOINTS[index]
         if state["dirty"]:
             pair.reset()
             state["dirty"] = False
-        got, want = pair.both(suffix, body)
+        got, want = pair.both(suffix, body, headers)
         state["n"] += 1
         if LOG:
             with open(LOG, "a") as f:
-                f.write(f"{suffix} {body!r} -> {want!r}\n")
+                f.write(f"{suffix} {body!r} {headers!r} -> {want!r}\n")
         if got != want:
-            mismatches.append(f"{suffix} {body!r}\n  {target}: {got!r}\n  {REFERENCE}: {want!r}")
+            mismatches.append(f"{suffix} {body!r} {headers!r}\n  {target}: {got!r}\n"
+                              f"  {REFERENCE}: {want!r}")
             state["dirty"] = True  # start the next case from a known state
         elif mutates:
             state["dirty"] = True

@@ -183,7 +183,8 @@ class JetStreamApi:
                 if op == "RESTORE":
                     return "json", "stream_restore_response", self.stream_restore, (name,)
                 if op == "CANCEL_MOVE":
-                    return "json", _CLUSTER_ONLY[("STREAM", "CANCEL_MOVE")], self.cluster_only, ()
+                    rtype = _CLUSTER_ONLY[("STREAM", "CANCEL_MOVE")]
+                    return "json_hdr", rtype, self.cluster_only, ()
             if n == 2 and op == "NAMES":
                 return "json", "stream_names_response", self.stream_names, ()
             if n == 2 and op == "LIST":
@@ -196,7 +197,7 @@ class JetStreamApi:
             if n == 4:
                 rtype = _CLUSTER_ONLY.get(("STREAM", op, t[2]))
                 if rtype:
-                    return "json", rtype, self.cluster_only, ()
+                    return "json_hdr", rtype, self.cluster_only, ()
             return None
         if head == "DIRECT" and n >= 3 and t[1] == "GET":
             suffix = ".".join(t[3:]) if n > 3 else None
@@ -214,7 +215,8 @@ class JetStreamApi:
     def account_info(self, payload: bytes) -> dict:
         return self.js.account_info()
 
-    def cluster_only(self, payload: bytes) -> dict:
+    def cluster_only(self, payload: bytes, hdr: bytes | None) -> dict:
+        """A single server refuses these before it would look at the API level header."""
         raise E.cluster_required()
 
     # ------------------------------------------------------------------ streams
@@ -238,14 +240,18 @@ class JetStreamApi:
         cfg, pedantic = C.parse_stream_config(payload)
         if cfg.name != name:
             raise E.stream_mismatch()
-        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic)
+        # Options minijs does not implement are refused last, where nats-server would
+        # succeed; the server's resource limits come after the existing-name check.
+        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic, unsupported=False)
         existing = self.js.lookup(name)
         if existing is not None:
             if not C.same_config(cfg, existing.config):
                 raise E.stream_name_exist()
             stream = existing
         else:
+            self.js.check_stream_resources(cfg)
             self._check_overlap(cfg)
+            C.check_unsupported(cfg)
             stream = self.js.create_stream(cfg)
             self.js.advisories.stream_action(stream.name, "create")
         info = stream.info_json(cluster=False)
@@ -254,14 +260,16 @@ class JetStreamApi:
 
     def stream_update(self, payload: bytes, name: str) -> dict:
         cfg, pedantic = C.parse_stream_config(payload)
-        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic)
+        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic, unsupported=False)
         if cfg.name != name:
             raise E.stream_mismatch()
         stream = self._stream(name)
-        cfg = C.check_update(stream.config, cfg, pedantic=pedantic)
+        cfg = C.check_update(stream.config, cfg, pedantic=pedantic, unsupported=False)
+        self.js.check_stream_resources(cfg, old=stream.config)
         C.check_consumer_limits(stream.config, cfg, [
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
+        C.check_unsupported(cfg)
         stream.update(cfg)
         self.js.advisories.stream_action(stream.name, "modify")
         return stream.info_json(cluster=False)
@@ -390,7 +398,8 @@ class JetStreamApi:
             raise E.stream_mismatch()
         if "/" in name or "\\" in name:
             raise E.stream_name_contains_path_separators()
-        C.check_restore_config(cfg)
+        cfg = C.check_restore_config(cfg)
+        self.js.check_stream_resources(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
         raise E.stream_restore("minijs does not support stream restore")

@@ -10,19 +10,23 @@ How the API layer is expected to use this module::
     # STREAM.CREATE.<S>
     cfg, pedantic = parse_stream_config(body)              # 400/10025
     if cfg.name != S: raise errors.stream_mismatch()      # 400/10056
-    cfg = validate_and_default(cfg, create=True, pedantic=pedantic)
+    cfg = validate_and_default(cfg, create=True, pedantic=pedantic, unsupported=False)
     #   → 10128 path separators, sealed / mirror_direct on create, all 10052 validation,
-    #     10074 replicas > 1, unsupported options; sets metadata "_nats.req.level"
+    #     10074 replicas > 1; sets metadata "_nats.req.level"
     if S exists: same_config(cfg, existing.config) ? return existing : raise stream_name_exist()
+    # then the server's resource limits (10028/10047), subject overlap (10065), and last
+    check_unsupported(cfg)  # what nats-server would accept but minijs does not implement
 
     # STREAM.UPDATE.<S>
     cfg, pedantic = parse_stream_config(body)
-    cfg = validate_and_default(cfg, create=False, pedantic=pedantic)   # validation first!
+    cfg = validate_and_default(cfg, create=False, pedantic=pedantic,   # validation first!
+                               unsupported=False)
     if cfg.name != S: raise errors.stream_mismatch()
     old = lookup(S) or raise errors.stream_not_found()
-    cfg = check_update(old, cfg, pedantic=pedantic)       # immutables, 10074, sealing
+    cfg = check_update(old, cfg, pedantic=pedantic, unsupported=False)  # immutables, sealing
+    # resource limits (10028/10047)
     check_consumer_limits(old, cfg, consumers)            # 500/10069
-    # then subject overlap with other streams → 10065
+    # then subject overlap with other streams → 10065, and last check_unsupported(cfg)
 
 Config values: durations and ``first_seq`` are ints (ns), enums are their JSON strings
 (``retention`` ``"limits"|"interest"|"workqueue"``, ``discard`` ``"old"|"new"``, ``storage``
@@ -966,7 +970,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool) -> StreamConfig:
     return cfg
 
 
-def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False) -> StreamConfig:
+def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False,
+                         unsupported: bool = True) -> StreamConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
     Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
@@ -995,7 +1000,8 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
     out = _check_stream_cfg(cfg, pedantic)
     if create and out.num_replicas > 1:
         raise E.stream_replicas_not_supported()
-    check_unsupported(out)
+    if unsupported:
+        check_unsupported(out)
     return set_static_metadata(out)
 
 
@@ -1034,7 +1040,8 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
     return a == old
 
 
-def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False) -> StreamConfig:
+def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False,
+                 unsupported: bool = True) -> StreamConfig:
     """Apply ``configUpdateCheck`` to an update of ``old`` to ``new`` (a config that already went
     through :func:`validate_and_default` with ``create=False``) and return the config to store.
 
@@ -1085,7 +1092,8 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
         cfg.discard = "new"
         cfg.deny_delete, cfg.deny_purge = True, True
         cfg.allow_rollup_hdrs = False
-    check_unsupported(cfg)
+    if unsupported:
+        check_unsupported(cfg)
     if cfg.republish is not None and not cfg.republish["dest"]:
         # Applying the update (not validating it) fills an empty republish destination with
         # ">"; nats-server stores and reports that (no cycle check any more).
