@@ -15,6 +15,9 @@ nats-server's two body predicates decide most of it:
 """
 from __future__ import annotations
 
+import json
+import socket
+import urllib.request
 from typing import Any
 
 import pytest
@@ -512,3 +515,33 @@ def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
     clustering = (503, 10010, "JetStream clustering support required")
     assert err(js.api(f"STREAM.LEADER.STEPDOWN.{stream_name}", headers=hdr)) == clustering
     assert err(js.api(f"CONSUMER.LEADER.STEPDOWN.{stream_name}.C", headers=hdr)) == clustering
+
+
+def test_js_api_edges_configured_limits(target: str, spawn: SpawnFn) -> None:
+    """Configured ``max_memory_store`` / ``max_file_store`` are the server's limits: /varz
+    reports them with the reservations, and a ``max_bytes`` that does not fit next to the
+    other streams' is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = int(s.getsockname()[1])
+    srv = spawn(args=["-m", str(http_port)], jetstream=True,
+                config="jetstream { max_memory_store: 1048576, max_file_store: 2097152 }")
+    js = JsClient.connect(srv)
+    try:
+        js.create("F", max_bytes=2_000_000)
+        out = js.create("G", check=False, max_bytes=97_153)
+        assert err(out) == (500, 10047, "insufficient storage resources available")
+        js.create("G", max_bytes=97_152)
+        assert err(js.create("H", check=False)) == (
+            500, 10047, "insufficient storage resources available")  # no room for 1 more byte
+        js.create("M", storage="memory", max_bytes=1_048_576)
+        out = js.update("M", subjects=["M"], storage="memory", max_bytes=1_048_577)
+        assert err(out) == (500, 10028, "insufficient memory resources available")
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/varz", timeout=5) as resp:
+            varz = json.loads(resp.read())["jetstream"]
+        assert (varz["config"]["max_memory"], varz["config"]["max_storage"]) == (1048576, 2097152)
+        assert (varz["config"]["sync_interval"], varz["config"]["strict"]) == (120_000_000_000, True)
+        stats = varz["stats"]
+        assert (stats["reserved_memory"], stats["reserved_storage"]) == (1048576, 2097152)
+    finally:
+        js.close()

@@ -287,9 +287,13 @@ class JetStream:
     def varz(self) -> dict:
         mem, sto = self.usage()
         res_mem, res_sto = self.reserved()
-        config: dict[str, Any] = {"max_memory": self.max_memory, "max_storage": self.max_storage}
+        max_mem, max_sto = self.server_limits()
+        config: dict[str, Any] = {"max_memory": max_mem, "max_storage": max_sto}
         if self.store_dir:
-            config["store_dir"] = str(self.store_dir)
+            # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
+            config["store_dir"] = str(Path(self.store_dir) / "jetstream")
+        config["sync_interval"] = int(SYNC_INTERVAL * 1_000_000_000)
+        config["strict"] = True
         return {
             "config": config,
             "stats": {
