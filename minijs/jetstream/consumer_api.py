@@ -71,7 +71,7 @@ class ConsumerApi:
         if n == 5 and op == "MSG" and t[2] == "NEXT":
             return "raw", "", self.msg_next, (t[3], t[4])
         if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
-            return "json", "consumer_leader_stepdown_response", self.api.cluster_only, ()
+            return "json_hdr", "consumer_leader_stepdown_response", self.api.cluster_only, ()
         return None
 
     # ------------------------------------------------------------------ helpers
