@@ -498,8 +498,8 @@ def test_js_api_edges_refusals_before_feature_checks(target: str, js: JsClient,
 def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
                                                      stream_name: str) -> None:
     """Most endpoints refuse a too-high ``Nats-Required-Api-Level`` before looking at the body;
-    CONSUMER.CREATE decodes its body first, CONSUMER.INFO checks for an empty one first, and
-    the cluster-only endpoints ignore it."""
+    CONSUMER.CREATE and CONSUMER.PAUSE decode their body first, CONSUMER.INFO checks for an
+    empty one first, and the cluster-only endpoints ignore it."""
     js.create(stream_name)
     durable(js, stream_name, "C")
     hdr = header_block(("Nats-Required-Api-Level", "99"))
@@ -511,6 +511,9 @@ def test_js_api_edges_required_api_level_check_order(target: str, js: JsClient,
     assert err(js.api(f"CONSUMER.CREATE.{stream_name}.D", b"{", headers=hdr)) == (
         400, 10025, "invalid JSON: unexpected EOF")
     assert err(js.api(f"CONSUMER.CREATE.{unique_name()}", b"{}", headers=hdr)) == level
+    assert err(js.api(f"CONSUMER.PAUSE.{stream_name}.C", b'{"x":1}', headers=hdr)) == (
+        400, 10025, 'invalid JSON: json: unknown field "x"')
+    assert err(js.api(f"CONSUMER.PAUSE.{stream_name}.C", b"{}", headers=hdr)) == level
     # The cluster-only endpoints refuse on a single server before they look at it.
     clustering = (503, 10010, "JetStream clustering support required")
     assert err(js.api(f"STREAM.LEADER.STEPDOWN.{stream_name}", headers=hdr)) == clustering

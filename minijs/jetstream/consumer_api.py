@@ -63,7 +63,7 @@ class ConsumerApi:
         if n == 4 and op == "DELETE":
             return "json", "consumer_delete_response", self.delete, (t[2], t[3])
         if n == 4 and op == "PAUSE":
-            return "json", "consumer_pause_response", self.pause, (t[2], t[3])
+            return "json_hdr", "consumer_pause_response", self.pause, (t[2], t[3])
         if n == 4 and op == "UNPIN":
             return "json", "consumer_unpin_response", self.unpin, (t[2], t[3])
         if n == 4 and op == "RESET":
@@ -174,13 +174,15 @@ class ConsumerApi:
                 for n in names[offset:offset + LIST_LIMIT]]
         return {"total": len(names), "offset": offset, "limit": LIST_LIMIT, "consumers": page}
 
-    def pause(self, payload: bytes, stream_name: str, name: str) -> dict:
+    def pause(self, payload: bytes, hdr: bytes | None, stream_name: str, name: str) -> dict:
         """``CONSUMER.PAUSE``: a JSON body may carry ``pause_until``; anything else (no body,
-        ``{}``, a non-JSON text) resumes. Past times are stored but do not pause."""
+        ``{}``, a non-JSON text) resumes. Past times are stored but do not pause. The body is
+        decoded before the API level header is checked."""
         until = 0
         if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PAUSE_REQUEST, "JSApiConsumerPauseRequest")
             until = int(req.get("pause_until") or 0)
+        self.api._check_api_level(hdr)
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
         consumer.set_pause(until or None)
