@@ -9,7 +9,7 @@ import time
 import uuid
 from typing import Any
 
-from conformance.jshelpers import JsClient, Msg, header_block, parse_msg
+from conformance.jshelpers import JsClient, Msg, header_block, parse_msg, wait_for
 
 ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
 
@@ -443,7 +443,9 @@ def test_js_pull_last_per_subject(target: str, js: JsClient, stream_name: str) -
     assert [ack_fields(m)[3:5] + (ack_fields(m)[6],) for m in msgs[:-1]] == [
         (3, 1, 2), (4, 2, 1), (5, 3, 0)]
     js.pub_ok(f"{p}.z")
-    info = js.api(f"CONSUMER.INFO.{stream_name}.l")
+    # nats-server counts the new message for its consumers a moment after the pub ack.
+    info = wait_for(lambda: (i := js.api(f"CONSUMER.INFO.{stream_name}.l"))["num_pending"] == 1
+                    and i)
     assert info["delivered"]["stream_seq"] == 5 and info["num_pending"] == 1
 
 
