@@ -4,7 +4,7 @@ ORDERS (``orders.<region>``, JSON payloads) is read as a stream, every order is 
 cents and routed to ``billing.<region>`` in BILLING; the checkpoint makes each run pick up
 where the last one stopped, and the deterministic message ids make a replayed micro-batch
 harmless. Without ``--servers`` it starts an in-process minijs server, so it runs anywhere
-PySpark does (a host whose name does not resolve runs Spark on 127.0.0.1):
+PySpark does (Spark's driver binds to 127.0.0.1, so a host whose name does not resolve is fine):
 
     pip install '.[spark]'
     python scripts/spark_pipeline.py                           # embedded minijs
@@ -34,22 +34,19 @@ def log(text: str) -> None:
 
 
 def spark_network() -> dict[str, str]:
-    """Spark binds its driver to the address the host name resolves to. Where that fails (a
-    container or CI host whose name is not in DNS or /etc/hosts) it cannot start, so use the
-    loopback address instead; ``SPARK_LOCAL_IP``, if set, is kept."""
+    """The pipeline runs Spark in local mode, which needs no address but the loopback one, so
+    the driver binds to 127.0.0.1 (``SPARK_LOCAL_IP``, if set, is kept). Left alone, Spark binds
+    to the address the host name resolves to: where the name does not resolve (a container or
+    CI host missing from DNS and /etc/hosts) it cannot start at all, and where it resolves to
+    127.0.0.1 Spark picks another interface's address instead."""
     ip = os.environ.get("SPARK_LOCAL_IP")
     if ip is None:
+        ip = os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         host = socket.gethostname()
         try:
-            addr = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
-            with socket.socket() as s:  # the name may resolve to an address that is not ours
-                s.bind((addr, 0))
+            socket.getaddrinfo(host, None)
         except OSError:
-            ip = "127.0.0.1"
-            os.environ["SPARK_LOCAL_IP"] = ip
-            log(f"host name {host!r} does not resolve to a local address: Spark runs on {ip}")
-    if ip is None:
-        return {}
+            log(f"host name {host!r} does not resolve: Spark runs on {ip}")
     return {"spark.driver.host": ip, "spark.driver.bindAddress": ip}
 
 
