@@ -80,12 +80,18 @@ async def test_nak_delay_and_max_deliver(nc: Any, clock: VirtualClock) -> None:
     clock.advance(0.2)
     r = await next_msg(sub)
     assert r.reply.split(".")[4] == "2"
-    clock.advance(5.1)  # second (= max) delivery expires: dropped, advisory sent
+    clock.advance(5.1)  # second (= max) delivery expires: queued, still pending
+    await settle(nc)
+    i = await info(nc)
+    assert (i["num_ack_pending"], i["num_redelivered"]) == (1, 1)
+    # The next pull request finds it due a third delivery: given up, advisory sent.
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.3")
     adv = json.loads((await advisories.next_msg(timeout=2)).data)
     assert adv["type"] == "io.nats.jetstream.advisory.v1.max_deliver"
     assert (adv["stream_seq"], adv["deliveries"]) == (1, 2)
     i = await info(nc)
-    assert i["num_ack_pending"] == 0
+    assert (i["num_ack_pending"], i["num_redelivered"], i["num_waiting"]) == (0, 1, 1)
+    assert (i["ack_floor"]["consumer_seq"], i["ack_floor"]["stream_seq"]) == (0, 0)
 
 
 async def test_pull_expiry_408_on_virtual_clock(nc: Any, clock: VirtualClock) -> None:

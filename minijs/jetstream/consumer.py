@@ -15,8 +15,9 @@ A consumer lives inside its stream (``stream.consumers[name]``) and is driven by
 State mirrors nats-server's: ``sseq`` is the next stream sequence to consider, ``dseq`` the next
 consumer (delivery) sequence, ``pending`` maps stream seq → ``[consumer seq, deadline ns,
 timestamp ns]`` for delivered, unacked messages, ``rdc`` the delivery count of redelivered
-ones, ``rdq`` the stream sequences due for redelivery (served before new messages, oldest
-first).
+ones, ``rdq`` the stream sequences due for redelivery (served before new messages, in the order
+they became due), ``adflr``/``asflr`` the ack floor (``_sflr`` the reported one while it
+differs, see :mod:`acks`).
 
 :class:`Consumer` is that one state with one mixin per concern working on it through ``self``
 (so the delivery and ack paths pay no indirection): :class:`PullDelivery` (pull requests and
@@ -29,7 +30,8 @@ choice of the next message and the commit of its delivery.
 
 Invariants of the position and delivery:
 
-* The next message is, in this order: the oldest one due for redelivery; nothing new while
+* The next message is, in this order: the first one due for redelivery (one delivered
+  ``max_deliver`` times is given up here instead); nothing new while
   ``max_ack_pending`` messages await acks; the next of a ``last_per_subject`` start list; the
   next message matching the filters at or after ``sseq``. ``sseq`` never moves back except by
   ``CONSUMER.RESET``.
@@ -95,6 +97,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self.dseq = 1
         self.adflr = 0
         self.asflr = 0
+        self._sflr: list[int] | None = None  # the store's ack floor while it differs
         self.pending: dict[int, list[int]] = {}
         self.rdc: dict[int, int] = {}
         self.rdq: list[int] = []
@@ -200,6 +203,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if not self.pending:
             self.asflr = max(self.asflr, self.sseq - 1)
             self.adflr = self.dseq - 1
+        self._sflr = None
         self._changed()
 
     def delete(self) -> None:
@@ -463,6 +467,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._lps = deque()
         self.sseq, self.dseq = seq, 1
         self.adflr, self.asflr = 0, seq - 1
+        self._sflr = None
         self.delivered_at = self.acked_at = None
         self._npc_valid = False
         self._lts = 0
@@ -498,7 +503,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             created=self.created,
             config=self.config,
             delivered=C.sequence_info_dict(self.dseq - 1, self.sseq - 1, self.delivered_at),
-            ack_floor=C.sequence_info_dict(self.adflr, self.asflr, self.acked_at),
+            ack_floor=C.sequence_info_dict(*self.reported_floor(), self.acked_at),
             num_ack_pending=len(self.pending),
             num_redelivered=self.num_redelivered(),
             num_waiting=len(self.waiting),
@@ -518,14 +523,20 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         cfg = self.config
         while self.rdq:
             seq = self.rdq[0]
-            sm = store.load(seq) if seq in self.pending else None
             dc = self.rdc.get(seq, 1) + 1
-            if sm is None or (cfg.max_deliver > 0 and dc > cfg.max_deliver):
+            if cfg.max_deliver > 0 and dc > cfg.max_deliver:
+                # nats-server getNextMsg: delivered max_deliver times, given up now.
                 self.rdq.pop(0)
-                if seq in self.pending:
-                    self._drop_pending(seq)
-                    if sm is not None:
-                        self._advise_max_deliveries(seq, dc - 1)
+                if dc == cfg.max_deliver + 1:
+                    self._advise_max_deliveries(seq, dc - 1)
+                self._give_up(seq, dc)
+                continue
+            sm = store.load(seq) if seq in self.pending else None
+            if sm is None:
+                self.rdq.pop(0)
+                p = self.pending.get(seq)
+                if p is not None:  # removed from the stream meanwhile: acked, as a +TERM
+                    self._term_removed(seq, p[0], dc - 1)
                 continue
             return sm, dc
         if cfg.ack_policy != "none" and 0 < cfg.max_ack_pending <= len(self.pending):

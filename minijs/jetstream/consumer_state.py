@@ -6,7 +6,9 @@ pending acks with delivery counts and timestamps, redelivery counts — under th
 
 The document is ``{"v": 1, "name", "created", "config", "state": {"dseq", "sseq", "adflr",
 "asflr", "pending": [[stream seq, consumer seq, timestamp], ...], "rdc": [[stream seq, count],
-...]}}``, ``rdc`` listing only counts over 1.
+...]}}``, ``rdc`` listing only counts over 1 (also of messages given up at ``max_deliver``); the
+floor is the reported one (nats-server's consumer store floor, see :mod:`acks`), which a
+restarted consumer takes as its floor.
 
 Invariants:
 
@@ -82,8 +84,9 @@ class DurableState:
         # this runs once per event-loop turn with deliveries or acks, and every value is an int.
         pending = ",".join([f"[{s},{p[0]},{p[2]}]" for s, p in self.pending.items()])
         rdc = ",".join([f"[{s},{dc}]" for s, dc in self.rdc.items() if dc > 1])
-        state = (f'{{"dseq":{self.dseq},"sseq":{self.sseq},"adflr":{self.adflr},'
-                 f'"asflr":{self.asflr},"pending":[{pending}],"rdc":[{rdc}]')
+        adflr, asflr = (self.adflr, self.asflr) if self._sflr is None else self._sflr
+        state = (f'{{"dseq":{self.dseq},"sseq":{self.sseq},"adflr":{adflr},'
+                 f'"asflr":{asflr},"pending":[{pending}],"rdc":[{rdc}]')
         doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(self.name)},"created":{self.created},'
                f'"config":{self._cfg_json},"state":{state}}}}}')
         self.stream.store.put_meta(STATE_PREFIX + self.name, doc.encode())
