@@ -107,6 +107,40 @@ async def test_pull_expiry_408_on_virtual_clock(nc: Any, clock: VirtualClock) ->
     assert (await info(nc))["num_waiting"] == 0
 
 
+async def test_request_past_expiry_never_served_before_its_timer(
+        nc: Any, server: Any, clock: VirtualClock) -> None:
+    """A busy loop may run the expiry timer late: a request past its expiry on the clock still
+    takes no message (nats-server checks the time), it hears its 408 instead."""
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 5, "expires": 1000000000}',
+                     reply="pull.1")
+    await settle(nc)
+    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    wr.timer.cancel()  # the timer "has not fired yet"
+    wr.timer = None
+    clock.advance(1)
+    await nc.request("s.m", b"late", timeout=2)
+    st = await next_msg(sub)
+    assert (st.headers["Status"], st.headers["Nats-Pending-Messages"]) == ("408", "5")
+    i = await info(nc)
+    assert (i["num_waiting"], i["num_pending"], i["delivered"]["consumer_seq"]) == (0, 1, 0)
+
+
+async def test_info_ends_request_past_expiry(nc: Any, server: Any, clock: VirtualClock) -> None:
+    """Consumer info (nats-server processWaiting) ends a request past its expiry with 408."""
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 2, "expires": 1000000000}',
+                     reply="pull.1")
+    await settle(nc)
+    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    wr.timer.cancel()
+    wr.timer = None
+    clock.advance(2)
+    assert (await info(nc))["num_waiting"] == 0
+    st = await next_msg(sub)
+    assert st.headers["Status"] == "408"
+
+
 async def test_interest_dropped_requests_are_not_served(nc: Any, clock: VirtualClock) -> None:
     """A request whose reply subject lost interest is skipped; the message waits."""
     sub = await setup(nc, msgs=0)
