@@ -132,6 +132,7 @@ class DurableState:
         if cfg.deliver_policy == "last_per_subject" and stream.store.msgs:
             lasts = stream.store.multi_last_seqs(consumer.filters or [">"])
             consumer._npc = sum(1 for q in lasts if q >= consumer.sseq)
+            consumer._npf = stream.store.last_seq
             consumer._npc_valid = True
         if pending and cfg.ack_policy != "none":
             # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).

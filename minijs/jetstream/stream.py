@@ -12,7 +12,9 @@ turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares 
 Memory streams ack at once.
 
 A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
-messages (``signal``), removed ones (``on_removed``) and purges (``on_purged``).
+messages (``signal``); at once about messages removed one by one (``on_removed``: limits,
+expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, rollups, subject
+delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
 """
 from __future__ import annotations
 
@@ -313,9 +315,11 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            store.purge(subject, seq)
+            if store.purge(subject, seq):
+                self._purged(subject)
         elif rollup == "all":
-            store.compact(seq)
+            if store.compact(seq):
+                self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
         if cfg.max_msgs > 0 or cfg.max_bytes > 0:
@@ -495,14 +499,18 @@ class Stream:
                 removed.append(seq)
                 if sdm > 0 and not is_marker and self.store.msgs_for_subject(sm.subject) == 0:
                     markers.append(sm.subject)
+        if removed:
+            self._on_removed(removed)
         for subject in markers:
+            # Stored like a published rollup of its subject (nats-server processes it as one):
+            # consumers of the subject move past what it replaces.
             hdr = H.build([(H.MARKER_REASON, "MaxAge"), (H.TTL, J.go_duration(sdm)), (H.ROLLUP, "sub")])
             seq, _ = self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
             self._last_msg_id = ""
+            self._purged(subject)
             if self.consumers:
                 self._signals.append((seq, subject))
         if removed or markers:
-            self._on_removed(removed)
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
 
@@ -546,10 +554,22 @@ class Stream:
     def purge(self, subject: str | None, seq: int, keep: int) -> int:
         n = self.store.purge(subject or None, seq, keep)
         self.engine.mark_dirty(self)
-        if self.consumers:
-            for consumer in list(self.consumers.values()):
-                consumer.on_purged(subject, seq, keep)
+        self._purged(subject or None)
         return n
+
+    def _purged(self, subject: str | None) -> None:
+        """After a purge (API, rollup, delete marker; nats-server ``purgeLocked``): tell the
+        consumers where the stream now starts, where the purged subject's messages resume
+        (0: none left) and where it ends."""
+        if not self.consumers:
+            return
+        store = self.store
+        first = store.first_seq if store.msgs else store.last_seq + 1
+        fseq = first
+        if subject is not None:
+            fseq = store.next_seq(first, subject) or 0
+        for consumer in list(self.consumers.values()):
+            consumer.on_purged(subject, fseq, first, store.last_seq)
 
     def remove_msg(self, seq: int, erase: bool) -> bool:
         ok = self.store.remove(seq, erase)
