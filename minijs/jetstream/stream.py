@@ -326,8 +326,8 @@ class Stream:
             removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if removed:
             self._on_removed(removed)
-        if (cfg.max_age or ttl) and self._expiry_timer is None:
-            self._schedule_expiry()
+        if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
+            self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers:
@@ -478,6 +478,10 @@ class Stream:
         self._expiry_timer = self.clock.call_later(delay, self._expire)
 
     def _expire(self) -> None:
+        """``max_age`` and ``Nats-TTL`` expiry. With ``subject_delete_marker_ttl`` the last
+        message of a subject leaves a ``MaxAge`` marker (with that TTL, a rollup of its
+        subject) unless it is itself a subject delete marker — a ``Nats-Marker-Reason``
+        marker or a KV purge marker (nats-server ``isSubjectDeleteMarker``)."""
         self._expiry_timer = None
         if self.closed:
             return
@@ -494,7 +498,7 @@ class Stream:
             sm = self.store.load(seq)
             if sm is None:
                 continue
-            is_marker = bool(sm.hdr) and H.MARKER_REASON.encode() in sm.hdr
+            is_marker = H.is_subject_delete_marker(sm.hdr)
             if self.store.remove(seq):
                 removed.append(seq)
                 if sdm > 0 and not is_marker and self.store.msgs_for_subject(sm.subject) == 0:
