@@ -80,7 +80,7 @@ def test_js_max_deliver_given_up_by_next_request(target: str, js: JsClient,
     [m3] = pl.next({"batch": 1, "expires": 2_000_000_000}, until_status=False, count=1)
     assert (ack_fields(m3)[2:5], m3.data) == ((1, 3, 5), b"m2")
     events = [json.loads(a.data) for a in (adv.next(), adv.next())]
-    assert [(e["stream_seq"], e["deliveries"]) for e in events] == [(1, 2), (2, 2)]
+    assert [(e["stream_seq"], e["deliveries"]) for e in events] == [(1, 2), (2, 2)]  # rdq order
     assert counters(pl) == (0, 0, 1, 2, 0)
     # A late ack of a message given up forgets its delivery count; the floor stays.
     assert pl.ack(first[0]).data == b""
@@ -100,7 +100,8 @@ def test_js_max_deliver_one_given_up_at_ack_wait(target: str, js: JsClient,
     m1, m2 = pl.next({"batch": 2}, until_status=False, count=2)
     wait_for(lambda: pl.info()["num_ack_pending"] == 0)
     events = [json.loads(a.data) for a in (adv.next(), adv.next())]
-    assert [(e["stream_seq"], e["deliveries"]) for e in events] == [(1, 1), (2, 1)]
+    # nats-server checks pending acks in map order: the advisories come in any order.
+    assert sorted((e["stream_seq"], e["deliveries"]) for e in events) == [(1, 1), (2, 1)]
     assert counters(pl) == (0, 0, 0, 0, 1)
     assert pl.ack(m1).data == b""
     assert counters(pl) == (0, 0, 0, 0, 1)
