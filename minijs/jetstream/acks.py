@@ -15,7 +15,9 @@ more with a domain and account hash; anything else is ignored). The body says wh
 * ``+NXT`` [a ``MSG.NEXT`` body]: acked, and the reply subject becomes a pull request.
 
 An ack's reply subject hears an empty message (after ``+NXT`` it hears the pull request's
-answers instead). An ack counts as activity for the inactivity threshold of a pull consumer.
+answers instead): on a durable consumer (file stream, not ``mem_storage``) only once the state
+the ack left is committed, so a confirmed ack survives a crash; on others at once. An ack counts
+as activity for the inactivity threshold of a pull consumer.
 
 Invariants:
 
@@ -89,7 +91,7 @@ class AckTracking:
         if not payload:  # nats-py's msg.ack(): an empty body
             self._ack(sseq, dseq, dc)
             if reply:
-                self.server.publish(reply, None, None, b"")
+                self._confirm(reply)
             return
         body = payload.strip()
         nxt: bytes | None = None
@@ -108,7 +110,18 @@ class AckTracking:
         if nxt is not None and reply:
             self.next_request(reply, nxt)
         elif reply:
+            self._confirm(reply)
+
+    def _confirm(self, reply: bytes) -> None:
+        """Answer an ack sent as a request (``ack_sync``): at once on a memory consumer; on a
+        durable one only after the commit that carries the state the ack left (the state is
+        written at the end of this turn and committed with the stream's next grouped flush)."""
+        if not self._persist:
             self.server.publish(reply, None, None, b"")
+            return
+        self._ack_replies.append(reply)
+        if not self._save_scheduled:
+            self._schedule_save()
 
     def _ack(self, sseq: int, dseq: int, sample_dc: int = 0, wake: bool = True) -> None:
         """Apply an ack; ``sample_dc`` (the delivery count of the ack subject) asks for an

@@ -155,6 +155,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         # durable state (file streams, not mem_storage)
         self._persist = stream.config.storage == "file" and not config.mem_storage
         self._save_scheduled = False
+        self._ack_replies: list[bytes] = []  # ack_sync replies waiting for the state commit
         self._cfg_json = ""
         self._restored = False
         self._apply_config(config)
@@ -284,6 +285,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             wr.cancel()
             self._send(wr.reply, _status(409, "Consumer Deleted"))
         self.waiting.clear()
+        for reply in self._ack_replies:  # applied before the delete: nats-server answered
+            self.server.publish(reply, None, None, b"")
+        self._ack_replies = []
         persisted = self._persist
         self._persist = False
         self.stop()
@@ -296,6 +300,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._save_scheduled and self._persist and not self.closed:
             self._save_scheduled = False
             self._write_state()
+            if self._ack_replies:  # committed by the stream's close, then answered
+                replies, self._ack_replies = self._ack_replies, []
+                self.stream.confirm_after_commit(replies)
         self.closed = True
         for wr in self.waiting:
             wr.cancel()

@@ -19,6 +19,9 @@ Invariants:
   committed by the engine's grouped flush; stop writes a change still scheduled, and nothing is
   written once the consumer, its stream or its store has closed. The config's JSON is kept
   until the config changes.
+* The replies of acks sent as requests (``_ack_replies``) wait for the write of the state they
+  left and go out after the commit that carries it (``Stream.confirm_after_commit``), with the
+  stream's pub acks; a crash before that commit loses ack and reply together.
 * Restoring follows nats-server's file store: pending timestamps come back truncated to whole
   seconds, the redelivery queue (NAKs) is not kept, and the first ack-wait check runs 0.5–1.5 s
   after the restart (sooner when the ack wait is shorter). An auto-named ephemeral now shows
@@ -73,7 +76,11 @@ class DurableState:
         if stream.closed or stream.store.closed:
             return
         self._write_state()
-        stream.engine.mark_dirty(stream)
+        if self._ack_replies:
+            replies, self._ack_replies = self._ack_replies, []
+            stream.confirm_after_commit(replies)
+        else:
+            stream.engine.mark_dirty(stream)
 
     def _write_state(self) -> None:
         """Buffer the state document in the store metadata (committed by the next flush)."""

@@ -383,6 +383,12 @@ class Stream:
             body = b""
         self.server.publish(target, None, H.append(hdr, pairs), body)
 
+    def confirm_after_commit(self, replies: list[bytes]) -> None:
+        """Answer these requests (a durable consumer's ``ack_sync`` replies, its state already
+        buffered) with an empty message after the next commit, with the pub acks."""
+        self._pending_acks.extend((reply, b"") for reply in replies)
+        self.engine.mark_dirty(self)
+
     def flush(self) -> None:
         """Commit buffered writes, then send the acks that waited for them."""
         if self.store.closed:
