@@ -48,9 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def selected_targets(config: pytest.Config) -> list[str]:
     """The target list from ``--targets`` / ``--url``."""
-    raw = config.getoption("--targets") or DEFAULT_TARGETS
-    targets = [t.strip() for t in raw.split(",") if t.strip()]
     url = config.getoption("--url")
+    # --url alone means "check that server": only the url target runs.
+    raw = config.getoption("--targets") or (URL_TARGET if url else DEFAULT_TARGETS)
+    targets = [t.strip() for t in raw.split(",") if t.strip()]
     if url and URL_TARGET not in targets:
         targets.append(URL_TARGET)
     for t in targets:
@@ -63,6 +64,9 @@ def selected_targets(config: pytest.Config) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a minijs conformance case")
+    config.addinivalue_line(
+        "markers", "needs_plain_server: the case needs a server without JetStream (skipped for "
+        "a --url target, which is checked as it is)")
     report = ConformanceReport(config=config, targets=selected_targets(config))
     config.pluginmanager.register(report, "conformance-report")
 
@@ -134,8 +138,10 @@ def server_pool(pytestconfig: pytest.Config) -> Iterator[ServerPool]:
 
 
 @pytest.fixture
-def server(target: str, server_pool: ServerPool) -> Endpoint:
+def server(target: str, server_pool: ServerPool, request: pytest.FixtureRequest) -> Endpoint:
     """The shared default server of this target (no auth, no JetStream)."""
+    if target == URL_TARGET and request.node.get_closest_marker("needs_plain_server"):
+        pytest.skip("needs a server without JetStream; the --url server is checked as it is")
     return server_pool.get(target)
 
 

@@ -117,6 +117,14 @@ class ConformanceReport:
             out[target] = counts
         return out
 
+    def by_area(self) -> dict[str, dict[str, dict[str, int]]]:
+        """area -> target -> counts, areas in :data:`AREAS` order."""
+        out: dict[str, dict[str, dict[str, int]]] = {name: {} for name, _ in AREAS}
+        for r in self.ordered():
+            per = out[area(r.case)].setdefault(r.target, {PASSED: 0, FAILED: 0, SKIPPED: 0})
+            per[r.outcome] += 1
+        return {name: per for name, per in out.items() if per}
+
     def overall(self) -> dict[str, int]:
         counts = {PASSED: 0, FAILED: 0, SKIPPED: 0}
         for r in self.ordered():
@@ -171,6 +179,11 @@ class ConformanceReport:
         for case, row in grid.items():
             cells = [symbol[row[t].outcome] if t in row else "—" for t in targets]
             lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
+        lines += ["", "## By area", ""]
+        lines += ["| area | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+        for area_name, counts in self.by_area().items():
+            cells = [format_counts(counts[t]) if t in counts else "—" for t in targets]
+            lines.append(f"| {area_name} | " + " | ".join(cells) + " |")
         lines += ["", "## Totals", ""]
         lines += ["| target | passed | failed | skipped |", "|---|---|---|---|"]
         for target, counts in self.totals().items():
@@ -193,6 +206,28 @@ class ConformanceReport:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+#: Report areas, by the case's module name prefix (first match wins; "core" catches the rest).
+AREAS: list[tuple[str, tuple[str, ...]]] = [
+    ("KV", ("test_kv",)),
+    ("object store", ("test_objstore",)),
+    ("mirrors and sources", ("test_js_mirror",)),
+    ("consumers", ("test_js_consume", "test_js_ack")),
+    ("streams", ("test_js_stream", "test_js_publish", "test_js_direct", "test_js_msg",
+                 "test_js_expiry", "test_js_transform", "test_js_natspy")),
+    ("JetStream API", ("test_js_",)),
+    ("second client (nats.js)", ("test_natsjs",)),
+    ("core", ("",)),
+]
+
+
+def area(case: str) -> str:
+    module = case.split("::", 1)[0]
+    for name, prefixes in AREAS:
+        if module.startswith(prefixes):
+            return name
+    return "core"
 
 
 def case_key(item: pytest.Item) -> tuple[str, str] | None:

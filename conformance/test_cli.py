@@ -121,3 +121,50 @@ def test_monitoring_connz(target: str, spawn: SpawnFn) -> None:
         assert client.info["client_id"] in cids
         client.send(b"PING\r\n")
         client.expect(PONG)
+
+
+def test_ports_file_dir(target: str, spawn: SpawnFn, tmp_path: Any) -> None:
+    """``--ports_file_dir DIR``: ``<exe>_<pid>.ports`` holds the client and monitoring URLs as
+    JSON while the server runs, and is removed at shutdown."""
+    srv = spawn(args=["--ports_file_dir", str(tmp_path), "-m", "-1"], jetstream=True)
+    assert srv.proc is not None
+    deadline = time.monotonic() + 5
+    files: list[Any] = []
+    while time.monotonic() < deadline:
+        files = [p for p in tmp_path.iterdir() if p.name.endswith(f"_{srv.proc.pid}.ports")]
+        if files:
+            break
+        time.sleep(0.02)
+    assert len(files) == 1, list(tmp_path.iterdir())
+    info = json.loads(files[0].read_text())
+    assert sorted(info) == ["monitoring", "nats"]
+    assert info["nats"] == [f"nats://127.0.0.1:{srv.port}"]
+    monitor_port = int(info["monitoring"][0].rsplit(":", 1)[1])
+    assert info["monitoring"] == [f"http://127.0.0.1:{monitor_port}"]
+    assert get_json(monitor_port, "/varz")["port"] == srv.port
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(5) == 0
+    assert not files[0].exists()
+
+
+def test_store_dir_that_is_a_file_stops_startup(target: str, tmp_path: Any) -> None:
+    """``-js -sd FILE``: the server refuses to start, exits 1, and its fatal log line names the
+    cause (``Can't start JetStream: storage directory is not a directory``)."""
+    import subprocess
+
+    from conformance.servers import URL_TARGET, command_for
+
+    if target == URL_TARGET:
+        import pytest
+
+        pytest.skip("needs a specially configured server; not possible with --url")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    proc = subprocess.run(command_for(target) + ["-a", "127.0.0.1", "-p", "-1", "-js", "-sd",
+                                                 str(blocker)],
+                          capture_output=True, text=True, timeout=20)
+    assert proc.returncode == 1
+    fatal = [ln for ln in proc.stderr.splitlines() if "[FTL]" in ln]
+    assert fatal and fatal[-1].endswith(
+        "[FTL] Can't start JetStream: storage directory is not a directory"), proc.stderr
+    assert "Server is ready" not in proc.stderr

@@ -1,6 +1,8 @@
 """INFO on accept: wire form, field set, types and order (protocol.md §2)."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 
@@ -36,6 +38,7 @@ def test_info_sent_immediately_with_trailing_space(target: str, server: Endpoint
     assert json.dumps(info, separators=(",", ":"), ensure_ascii=False).encode() == body
 
 
+@pytest.mark.needs_plain_server
 def test_info_fields_and_types(target: str, server: Endpoint, raw: RawFactory) -> None:
     """Required fields and their types on a plain server (no auth, no JetStream)."""
     info = raw().info
@@ -89,6 +92,7 @@ def test_info_auth_required_with_auth(target: str, spawn: SpawnFn) -> None:
         assert "nonce" not in client.info
 
 
+@pytest.mark.needs_plain_server
 def test_info_no_jetstream_without_js(target: str, raw: RawFactory) -> None:
     """A server started without ``-js`` does not advertise ``jetstream`` in INFO."""
     info = raw().info

@@ -67,6 +67,7 @@ def test_js_account_info_usage_and_api_counters(target: str, spawn: SpawnFn) -> 
         js.close()
 
 
+@pytest.mark.needs_plain_server
 def test_js_api_without_jetstream_is_no_responders(target: str, raw: RawFactory) -> None:
     """On a server without JetStream nobody listens on ``$JS.API.>``: the 503 status."""
     client = ready(raw)

@@ -168,6 +168,7 @@ async def test_js_natspy_update_and_errors(target: str, js_nats: NatsFactory,
         await js.delete_stream(stream_name)
 
 
+@pytest.mark.needs_plain_server
 async def test_js_natspy_without_jetstream(target: str, nats_connect: NatsFactory) -> None:
     """Against a server without ``-js`` the 503 no-responders status on ``$JS.API.INFO``
     surfaces as ServiceUnavailableError ("JetStream not enabled")."""

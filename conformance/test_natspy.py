@@ -190,6 +190,7 @@ async def test_natspy_token(target: str, spawn: SpawnFn, nats_connect: NatsFacto
     assert "authorization violation" in str(excinfo.value).lower()
 
 
+@pytest.mark.needs_plain_server
 async def test_natspy_jetstream_disabled_no_responders(
     target: str, nats_connect: NatsFactory
 ) -> None:

@@ -30,6 +30,7 @@ Server Options:
     -P, --pid <file>                 File to store PID
     -m, --http_port <port>           Use port for http monitoring (-1: random)
     -c, --config <file>              Configuration file
+        --ports_file_dir <dir>       Creates a ports file in the specified directory (<exe>_<pid>.ports)
     -t                               Test configuration and exit
         --max_payload <size>         Maximum message payload (minijs extension; e.g. 1MB)
 
@@ -84,6 +85,7 @@ _flag(("n", "name", "server_name"), "server_name", "str")
 _flag(("P", "pid"), "pid_file", "str")
 _flag(("m", "http_port"), "http_port", "int")
 _flag(("c", "config"), "config", "str")
+_flag(("ports_file_dir",), "ports_file_dir", "str")
 _flag(("t",), "check_config", "bool")
 _flag(("max_payload",), "max_payload", "size")
 _flag(("l", "log"), "log_file", "str")
@@ -106,7 +108,7 @@ _flag(("v", "version"), "version", "bool")
 #: whether the flag would consume a value, so the message names the right thing.
 _UNSUPPORTED: dict[str, str] = {
     "ms": "int", "https_port": "int", "sl": "str", "signal": "str",
-    "client_advertise": "str", "ports_file_dir": "str", "logtime_utc": "bool",
+    "client_advertise": "str", "logtime_utc": "bool",
     "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
     "log_size_limit": "str", "max_traced_msg_len": "int", "tls": "bool", "tlscert": "str",
     "tlskey": "str", "tlsverify": "bool", "tlscacert": "str", "routes": "str",
@@ -212,7 +214,8 @@ def build_config(given: dict[str, Any]) -> Any:
         config = load_config(path, config)
     overrides: dict[str, Any] = {}
     for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
-                 "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user"):
+                 "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user",
+                 "ports_file_dir"):
         if dest in given:
             overrides[dest] = given[dest]
     if "control" not in given and os.environ.get("MINIJS_CONTROL", "") not in ("", "0"):
@@ -349,8 +352,14 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
             except OSError as exc:
                 logger.fatal(f"Could not write pidfile: {exc}")
                 return 1
+        from minijs.jetstream.engine import StoreDirError
+
         try:
             await server.start()
+        except StoreDirError as exc:
+            logger.info("Starting JetStream")
+            logger.fatal(f"Can't start JetStream: {exc}")
+            return 1
         except OSError as exc:
             logger.fatal(_start_error(config, exc))
             return 1

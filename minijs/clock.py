@@ -20,7 +20,10 @@ Invariants of the virtual clocks:
   :meth:`VirtualClock.advance` called from another thread hands the work to the loop and
   returns after the due timers have fired and their effects (messages, statuses, advisories)
   have been written to the sockets; :meth:`VirtualClock.advance_async` does the same for a
-  coroutine on any loop;
+  coroutine on any loop, and :meth:`VirtualClock.reset` too runs on that loop;
+* advances on the loop run one at a time, in the order they were asked for, so concurrent
+  ``advance(10)`` calls from two threads move time by 20 s; a :meth:`VirtualClock.reset`
+  while an advance is under way ends that advance (time stays at zero);
 * ``housekeeping`` timers (periodic store syncs) fire when time passes them but never make an
   :class:`AutoClock` jump.
 
@@ -157,6 +160,8 @@ class VirtualClock:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._settle: Callable[[], None] | None = None
+        self._generation = 0  # bumped by reset(): an advance under way stops there
+        self._lock: asyncio.Lock | None = None  # one advance at a time on the loop
 
     # ------------------------------------------------------------------ reading
 
@@ -195,19 +200,22 @@ class VirtualClock:
         await future
 
     def pending(self) -> int:
-        """How many live timers are scheduled."""
-        return sum(1 for _, _, t in self._heap if not t._cancelled)
+        """How many live timers are scheduled (safe to read from any thread)."""
+        return sum(1 for _, _, t in list(self._heap) if not t._cancelled)
 
     def next_due(self, *, include_housekeeping: bool = True) -> float | None:
-        """Seconds until the next live timer, or None when none is scheduled."""
+        """Seconds until the next live timer, or None when none is scheduled. Safe to read from
+        any thread (only the loop that owns the timers prunes them)."""
         heap = self._heap
-        while heap and heap[0][2]._cancelled:
-            heapq.heappop(heap)
-        if not heap:
-            return None
-        if include_housekeeping:
-            return (heap[0][0] - self._now) / _NS
-        due = [w for w, _, t in heap if not t._cancelled and not t.housekeeping]
+        if self._loop_thread is None or threading.get_ident() == self._loop_thread:
+            while heap and heap[0][2]._cancelled:
+                heapq.heappop(heap)
+            if not heap:
+                return None
+            if include_housekeeping:
+                return (heap[0][0] - self._now) / _NS
+        due = [w for w, _, t in list(heap)
+               if not t._cancelled and (include_housekeeping or not t.housekeeping)]
         return (min(due) - self._now) / _NS if due else None
 
     # ------------------------------------------------------------------ binding to a server
@@ -219,18 +227,32 @@ class VirtualClock:
         self._loop = loop
         self._loop_thread = threading.get_ident()
         self._settle = settle
+        self._lock = None
 
     def unbind(self) -> None:
         self._loop = None
         self._loop_thread = None
         self._settle = None
+        self._lock = None
 
     def reset(self) -> None:
-        """Back to the start: time zero, no timers (a server reset calls this)."""
+        """Back to the start: time zero, no timers (a server reset calls this). Like
+        :meth:`advance`, safe from any thread once bound: it runs on the server's loop."""
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            if loop.is_closed() or not loop.is_running():
+                raise ClockError("the server using this clock is not running")
+
+            async def on_loop() -> None:
+                self.reset()
+
+            asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+            return
         for _, _, timer in self._heap:
             timer._cancelled = True
         self._heap.clear()
         self._now = 0
+        self._generation += 1
 
     # ------------------------------------------------------------------ moving time
 
@@ -266,7 +288,19 @@ class VirtualClock:
         future = asyncio.run_coroutine_threadsafe(self._advance_on_loop(seconds), loop)
         return await asyncio.wrap_future(future)
 
+    def _advance_lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
     async def _advance_on_loop(self, seconds: float) -> int:
+        # Advances queue up: two at once (two threads, an auto jump and a test) would otherwise
+        # interleave at their settle turns and move time by less than their sum.
+        async with self._advance_lock():
+            return await self._advance_locked(seconds)
+
+    async def _advance_locked(self, seconds: float) -> int:
+        generation = self._generation
         target = self._now + _ns(seconds)
         fired = 0
         while True:
@@ -274,6 +308,8 @@ class VirtualClock:
             # Let what the timer scheduled for "soon" run (commits, flushes, wake-ups) before
             # the next timer fires, as it would have in real time.
             await _settle_turns()
+            if self._generation != generation:
+                return fired  # reset meanwhile: time starts again from zero
             heap = self._heap
             while heap and heap[0][2]._cancelled:
                 heapq.heappop(heap)
@@ -350,7 +386,10 @@ class AutoClock(VirtualClock):
             if idle < self.grace:
                 await asyncio.sleep(self.grace - idle)
                 continue
-            await self._advance_on_loop(max(due, 0.0))
+            async with self._advance_lock():
+                due = self.next_due(include_housekeeping=False)  # again, now it is our turn
+                if due is not None:
+                    await self._advance_locked(max(due, 0.0))
             self._last_activity = time.monotonic()
 
 

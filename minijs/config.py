@@ -45,6 +45,7 @@ class ServerConfig:
     trace: bool = False
     log_file: str | None = None
     pid_file: str | None = None
+    ports_file_dir: str | None = None  # write <exe>_<pid>.ports there, as nats-server does
     control: bool = False  # minijs extension: serve the $MINIJS.> control plane
     control_user: str | None = None  # with auth configured, the only user the plane answers
     extra: dict[str, Any] = field(default_factory=dict)

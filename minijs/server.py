@@ -7,26 +7,33 @@ that thread's loop. The floors below never import this module: the router
 
 Test control (what a real nats-server cannot do for a test) lives here and in
 :mod:`minijs.control`: the clock (``server.clock``), inspection (``streams()``,
-``consumer()``, ``connections()``, ...), ``reset()``, fault injection (``server.faults``),
+``consumer()``, ``connections_info()``, ...), ``reset()``, fault injection (``server.faults``),
 ``restart()``/``crash()``, and the ``$MINIJS.>`` control plane when ``control=True``.
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
+import os
+import socket
+import sys
 import threading
 from typing import Any, Callable, TypeVar
 
+from typing import TYPE_CHECKING
+
 from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, NATS_SERVER_VERSION, ServerConfig
-from minijs.control import snapshots
-from minijs.control.faults import FaultInjector
-from minijs.control.plane import ControlPlane
 from minijs.core.router import Router
-from minijs.jetstream.api import JetStreamApi
-from minijs.jetstream.engine import JetStream
 from minijs.log import Logger
-from minijs.monitor import Monitor
+
+if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
+    from minijs.control import snapshots
+    from minijs.control.faults import FaultInjector
+    from minijs.control.plane import ControlPlane
+    from minijs.jetstream.api import JetStreamApi
+    from minijs.monitor import Monitor
 
 T = TypeVar("T")
 
@@ -45,9 +52,8 @@ class Server(Router):
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
         self.control_plane: ControlPlane | None = None
-        #: Fault injection: rules that drop, delay or answer traffic (see :mod:`minijs.control.faults`).
-        self.faults = FaultInjector(self)
-        self._restarting = False
+        self._faults: FaultInjector | None = None
+        self._ports_file: str | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -58,6 +64,16 @@ class Server(Router):
         self._stopped = asyncio.Event()
         await self._startup()
 
+    @property
+    def faults(self) -> "FaultInjector":
+        """Fault injection: rules that drop, delay or answer traffic (see
+        :mod:`minijs.control.faults`)."""
+        if self._faults is None:
+            from minijs.control.faults import FaultInjector
+
+            self._faults = FaultInjector(self)
+        return self._faults
+
     async def _startup(self, temp_dir: str | None = None) -> None:
         config = self.config
         log = self.log
@@ -67,17 +83,27 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if config.jetstream and config.store_dir and self.jetstream is None:
+            from minijs.jetstream.engine import check_store_dir
+
+            check_store_dir(config.store_dir)  # as nats-server: before the port is bound
         await self.listen()
         self.running = True
         if config.http_port is not None:
+            from minijs.monitor import Monitor
+
             self.monitor = Monitor(self)
             await self.monitor.start()
         if config.jetstream and self.jetstream is None:
             self._start_jetstream(temp_dir)
         if config.control:
+            from minijs.control.plane import ControlPlane
+
             self.control_plane = ControlPlane(self)
             self.control_plane.start()
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
+        if config.ports_file_dir:
+            self._write_ports_file(config.ports_file_dir)
         log.info("Server is ready")
 
     async def stop(self) -> None:
@@ -92,6 +118,12 @@ class Server(Router):
         """Stop everything; return the private file-stream directory when it is kept."""
         self.running = False
         self.log.info("Initiating Shutdown...")
+        if self._ports_file is not None:
+            try:
+                os.remove(self._ports_file)
+            except OSError as exc:
+                self.log.error(f"Error cleaning up ports file {self._ports_file}: {exc}")
+            self._ports_file = None
         self.stop_listening()
         if self.control_plane is not None:
             self.control_plane.stop()
@@ -117,6 +149,9 @@ class Server(Router):
 
     def _start_jetstream(self, temp_dir: str | None = None) -> None:
         """Attach the JetStream engine (recovering file streams) and serve its API."""
+        from minijs.jetstream.api import JetStreamApi
+        from minijs.jetstream.engine import JetStream
+
         engine = JetStream(self, temp_dir=temp_dir)
         engine.start()
         self.jetstream = engine
@@ -154,6 +189,27 @@ class Server(Router):
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def _write_ports_file(self, directory: str) -> None:
+        """``<exe>_<pid>.ports`` in ``directory``: the client (and monitoring) URLs as JSON, as
+        nats-server writes it for harnesses that start it on random ports."""
+        exe = os.path.basename(sys.argv[0])
+        if not exe or exe == "__main__.py":  # python -m minijs
+            exe = "minijs"
+        path = os.path.join(directory, f"{exe}_{os.getpid()}.ports")
+        info: dict[str, list[str]] = {"nats": [f"nats://{h}:{self.port}"
+                                               for h in _listen_hosts(self.config.host)]}
+        if self.monitor is not None and self.monitor.port:
+            info["monitoring"] = [f"http://{h}:{self.monitor.port}"
+                                  for h in _listen_hosts(self.config.http_host or
+                                                         self.config.host)]
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(info, f, separators=(",", ":"))
+        except OSError as exc:
+            self.log.error(f"Error writing ports file ({path}): {exc}")
+            return
+        self._ports_file = path
+
     # ----------------------------------------------------------------- test control
 
     async def restart(self) -> None:
@@ -180,7 +236,8 @@ class Server(Router):
         """Empty the server for the next test: every stream (KV buckets and object stores are
         streams) and consumer, fault rules and their log, API counters, and a virtual clock
         back to its start. Connections stay unless ``disconnect``."""
-        self.faults.reset()
+        if self._faults is not None:
+            self._faults.reset()
         clock_reset = getattr(self.clock, "reset", None)
         if clock_reset is not None:
             clock_reset()  # drops every timer: all of them belong to what is reset below
@@ -196,36 +253,62 @@ class Server(Router):
 
     def streams(self) -> list[snapshots.StreamSnapshot]:
         """Snapshots of every stream (config, counts, sequences, consumers, subjects)."""
-        return snapshots.streams(self)
+        return _snapshots().streams(self)
 
     def stream(self, name: str) -> snapshots.StreamSnapshot:
-        return snapshots.stream(self, name)
+        return _snapshots().stream(self, name)
 
     def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
                  limit: int = 1000) -> list[snapshots.MessageSnapshot]:
         """Stored messages of ``stream`` (optionally matching ``subject``), in sequence order."""
-        return snapshots.messages(self, stream, subject=subject, start_seq=start_seq,
+        return _snapshots().messages(self, stream, subject=subject, start_seq=start_seq,
                                   limit=limit)
 
     def message(self, stream: str, seq: int) -> snapshots.MessageSnapshot | None:
-        return snapshots.message(self, stream, seq)
+        return _snapshots().message(self, stream, seq)
 
     def consumer(self, stream: str, name: str) -> snapshots.ConsumerSnapshot:
         """A consumer's delivered and ack-floor positions, pending acks (with delivery counts
         and due times) and waiting pull requests."""
-        return snapshots.consumer(self, stream, name)
+        return _snapshots().consumer(self, stream, name)
 
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
         """Open client connections: name, subscriptions, pending bytes."""
-        return snapshots.connections(self)
+        return _snapshots().connections(self)
 
     def fault_log(self) -> list[Any]:
         """Every fault injected so far (see :attr:`faults`)."""
-        return list(self.faults.log)
+        return list(self._faults.log) if self._faults is not None else []
+
+
+def _snapshots() -> Any:
+    from minijs.control import snapshots
+
+    return snapshots
 
 
 def _host_port(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _listen_hosts(host: str) -> list[str]:
+    """The addresses a listener on ``host`` answers on, URL-ready (loopback first)."""
+    if host not in ("0.0.0.0", "", "::"):
+        return [f"[{host}]" if ":" in host else host]
+    ipv6 = host != "0.0.0.0"  # a 0.0.0.0 listener answers on IPv4 only
+    found = ["127.0.0.1", "[::1]"] if ipv6 else ["127.0.0.1"]
+    try:
+        infos = socket.getaddrinfo(socket.gethostname(), None)
+    except OSError:
+        infos = []
+    for family, _, _, _, addr in infos:
+        if family == socket.AF_INET6 and not ipv6:
+            continue
+        ip = addr[0]
+        entry = f"[{ip}]" if family == socket.AF_INET6 else ip
+        if entry not in found and not ip.startswith("127."):
+            found.append(entry)
+    return found
 
 
 class ThreadFaults:
@@ -237,8 +320,14 @@ class ThreadFaults:
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._thread._server().faults, name)
         if not callable(attr):
-            return self._thread.call(lambda: getattr(self._thread._server().faults, name))
+            # A copy taken on the loop (``rules``, ``log``): the live list keeps changing there.
+            return self._thread.call(lambda: _copied(getattr(self._thread._server().faults,
+                                                             name)))
         return lambda *a, **kw: self._thread.call(attr, *a, **kw)
+
+
+def _copied(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
 
 
 class ServerThread:
@@ -247,7 +336,9 @@ class ServerThread:
     ``with ServerThread(port=0) as srv: connect(srv.client_url)``. The server's state stays
     owned by that thread's event loop: every method here (inspection, reset, faults, restart)
     runs there and returns its result, so a test never races the server. ``clock`` works as
-    for :class:`Server`; ``srv.clock.advance(30)`` is safe from the test's thread.
+    for :class:`Server`; ``srv.clock`` is the server's clock: reading it and its
+    ``advance()``, ``advance_async()`` and ``reset()`` are safe from the test's thread (they
+    run on the server's loop); schedule timers on it only from that loop (:meth:`call`).
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,

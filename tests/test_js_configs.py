@@ -286,8 +286,12 @@ def test_validation_accepts_boundaries():
 @pytest.mark.parametrize(
     "body, feature",
     [
-        (b'{"name":"R12","mirror":{"name":"O1"}}', "stream mirrors (mirror)"),
-        (b'{"name":"O10","sources":[{"name":"O1"}]}', "stream sourcing (sources)"),
+        (b'{"name":"R12","mirror":{"name":"O1","external":{"api":"$JS.x.API"}}}',
+         "mirrors and sources of another JetStream domain or account (external)"),
+        (b'{"name":"O10","sources":[{"name":"O1","external":{"api":"$JS.x.API"}}]}',
+         "mirrors and sources of another JetStream domain or account (external)"),
+        (b'{"name":"O11","sources":[{"name":"O1","consumer":{"name":"C","deliver_subject":"d"}}]}',
+         "durable sourcing consumers (consumer)"),
         (b'{"name":"O2","allow_msg_counter":true}', "counter streams (allow_msg_counter)"),
         (b'{"name":"O3","allow_atomic":true}', "atomic batch publishing (allow_atomic)"),
         (b'{"name":"O4","allow_msg_schedules":true}', "message schedules (allow_msg_schedules)"),
@@ -303,7 +307,15 @@ def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
     assert set(C.UNSUPPORTED_FIELDS) == {
-        "mirror", "sources", "allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched"}
+        "allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched"}
+    assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external", "consumer"}
+
+
+def test_mirrors_and_sources_are_accepted():
+    m = create(b'{"name":"M1","mirror":{"name":"O1","filter_subject":"a.>"}}')
+    assert m.mirror["filter_subject"] == "a.>" and m.subjects is None
+    s = create(b'{"name":"S1","sources":[{"name":"O1"},{"name":"O2","opt_start_seq":3}]}')
+    assert [x["name"] for x in s.sources] == ["O1", "O2"] and s.duplicate_window == 0
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,12 +10,19 @@ from minijs.protocol.parser import (
 )
 
 
+def parser(headers: bool = True, **kw) -> Parser:
+    """A parser as after a CONNECT that declared headers (unless ``headers=False``)."""
+    p = Parser(**kw)
+    p.headers = headers
+    return p
+
+
 def parse(data: bytes, **kw) -> list[tuple]:
-    return Parser(**kw).feed(data)
+    return parser(**kw).feed(data)
 
 
 def parse_chunked(data: bytes, sizes: list[int], **kw) -> list[tuple]:
-    p = Parser(**kw)
+    p = parser(**kw)
     ops: list[tuple] = []
     i = 0
     for n in sizes:
@@ -41,7 +48,8 @@ def test_sub_unsub_ping_pong_connect_info_ok_err():
             b'CONNECT {"verbose":false}\r\nINFO {}\r\n+OK\r\n-ERR \'x\'\r\n')
     assert parse(data) == [
         (OP_SUB, b"a", None, b"1"), (OP_SUB, b"a", b"q", b"2"), (OP_UNSUB, b"1", None),
-        (OP_UNSUB, b"2", 5), (OP_PING,), (OP_PONG,), (OP_CONNECT, b'{"verbose":false}'),
+        (OP_UNSUB, b"2", 5), (OP_PING,), (OP_PONG,),
+        (OP_CONNECT, {"verbose": False, "pedantic": True, "echo": True}, b'{"verbose":false}'),
         (OP_INFO, b"{}"), (OP_OK,), (OP_ERR, "'x'"),
     ]
 
@@ -99,7 +107,8 @@ def test_max_control_line_complete_and_partial():
 def test_require_connect_gates_first_op():
     assert parse(b"PING\r\n", require_connect=True) == [(OP_CLOSE, ERR_AUTH_VIOLATION)]
     ops = parse(b"CONNECT {}\r\nPING\r\n", require_connect=True)
-    assert ops == [(OP_CONNECT, b"{}"), (OP_PING,)]
+    assert ops == [(OP_CONNECT, {"verbose": True, "pedantic": True, "echo": True}, b"{}"),
+                   (OP_PING,)]
 
 
 def test_dead_parser_yields_nothing():
@@ -145,3 +154,116 @@ def test_oversized_random_input_never_raises(data):
     p = Parser(max_control_line=128, max_payload=256)
     p.feed(data)
     p.feed(data)
+
+
+# ------------------------------------------------------------- nats-server's exact parser
+
+from minijs.protocol.parser import OP_HMSG, OP_SEND_ERR  # noqa: E402
+from minijs.protocol.wire import Sized  # noqa: E402
+
+
+def test_reads_follow_nats_server_buffer_sizes():
+    p = Parser()
+    assert [len(r) for r in p.reads(b"x" * 2000)] == [512, 1024, 464]
+    assert p.read_size == 2048
+    # Short reads: after more than two in a row the buffer halves, down to 64 bytes.
+    p = Parser()
+    sizes = []
+    for _ in range(8):
+        p.reads(b"x" * 10)
+        sizes.append(p.read_size)
+    assert sizes == [512, 512, 256, 128, 64, 64, 64, 64]
+    assert [len(r) for r in p.reads(b"y" * 300)] == [64, 128, 108]
+
+
+def test_cr_inside_argument_drops_last_byte():
+    assert parse(b"PUB a\rb 2\r\nhi\r\n") == [(OP_PUB, b"a\rb", None, b"hi")]
+    assert parse(b"PUB a\rb 2\nhi\r\n") == [(OP_CLOSE, None)]  # "a\rb " has no size
+    assert parse(b"SUB a 2\r3\r\n") == [(OP_SUB, b"a", b"2", b"3")]
+    assert parse(b"SUB a\x0bb 1\x0c2\r\n") == [(OP_SUB, b"a\x0bb", None, b"1\x0c2")]
+    assert parse(b"PUB a\x0cb 2\r\nhi\r\n") == [(OP_PUB, b"a\x0cb", None, b"hi")]
+
+
+def test_argument_split_across_reads_keeps_what_arrived():
+    p = parser()
+    assert p.feed(b"SUB a b") == []
+    assert p.feed(b"\rc d\r\n") == [(OP_SUB, b"a", b"bc", b"d")]  # later \r bytes left out
+    p = parser()
+    assert p.feed(b"PUB fo\ro 1") == []  # a \r seen: the read's last byte is dropped
+    assert p.feed(b"\r\n") == [(OP_CLOSE, None)]  # "fo\ro " has no size
+
+
+def test_argument_starts_at_any_byte_after_the_spaces():
+    assert parse(b"PUB \nfoo 2\r\nhi\r\n") == [(OP_PUB, b"\nfoo", None, b"hi")]
+    assert parse(b"PUB \r\n") == [(OP_CLOSE, None)]
+    assert parse(b'CONNECT\n{"verbose":false}\r\n')[0][1]["verbose"] is False
+
+
+def test_connect_and_info_need_no_space():
+    assert parse(b"CONNECT{}\r\n")[0][0] == OP_CONNECT
+    assert parse(b"CONNECTX\r\n") == [(OP_CLOSE, None)]
+    assert parse(b"INFOX\r\n") == [(OP_CLOSE, None)]
+    assert parse(b'INFO {"port":"x"}\r\n') == [(OP_CLOSE, None)]
+    assert parse(b"INFO {}\r\n") == [(OP_INFO, b"{}")]
+
+
+def test_ping_junk_is_never_buffered():
+    p = parser()
+    assert p.feed(b"PING") == []
+    for _ in range(100):
+        assert p.feed(b"x" * 65536) == []
+    assert p._buf == b""
+    assert p.feed(b"\r\nPONG\r\n") == [(OP_PING,), (OP_PONG,)]
+
+
+def test_control_line_limit_counts_the_argument_only():
+    p = parser(max_control_line=16)
+    assert p.feed(b"SUB" + b" " * 1000 + b"a" * 16) == []  # spaces before it do not count
+    assert p.feed(b"a") == [(OP_CLOSE, ERR_MAX_CONTROL_LINE)]
+    assert parse(b'CONNECT {"name":"xxxxxxxxxx"}\r\n', max_control_line=16) == [
+        (OP_CLOSE, ERR_MAX_CONTROL_LINE)]
+    assert parse(b"-ERR " + b"e" * 17 + b"\r\n", max_control_line=16) == [
+        (OP_CLOSE, ERR_MAX_CONTROL_LINE)]
+    assert parse(b"PING " + b"p" * 100 + b"\r\n", max_control_line=16) == [(OP_PING,)]
+
+
+def test_hpub_header_sizes():
+    assert parse(b"HPUB s 0 2\r\nhi\r\n") == [(OP_PUB, b"s", None, b"hi")]
+    assert parse(b"HPUB s 2 2\r\nhi\r\n") == [(OP_HPUB, b"s", None, b"hi", b"")]
+    assert parse(b"HPUB s 0 2\r\n", headers=False) == [(OP_CLOSE, None)]  # at the line
+
+
+def test_client_hmsg():
+    assert parse(b"HMSG anything at all\r\n\r\nPING\r\n") == [(OP_HMSG,), (OP_PING,)]
+    assert parse(b"HMSG x\r\nhi\r\n") == [(OP_CLOSE, ERR_UNKNOWN_OP)]
+    assert parse(b"HMSG x\r\n") == [(OP_CLOSE, ERR_UNKNOWN_OP)]  # its CRLF is not in this read
+
+
+def test_pedantic_error_at_line_and_again_when_payload_is_later():
+    p = parser()
+    p.pedantic = True
+    assert p.feed(b"PUB a.* 2\r\nhi\r\n") == [
+        (OP_SEND_ERR, "Invalid Publish Subject"), (OP_PUB, b"a.*", None, b"hi")]
+    assert p.feed(b"PUB a..b 2\r\n") == [(OP_SEND_ERR, "Invalid Publish Subject")] * 2
+    assert p.feed(b"hi\r\n") == [(OP_PUB, b"a..b", None, b"hi")]
+    assert p.feed(b"PUB a\x0cb 1\r\nx\r\n") == [(OP_PUB, b"a\x0cb", None, b"x")]
+
+
+def test_size_tokens_with_leading_zeros_travel_with_the_payload():
+    (op,) = parse(b"PUB a 007\r\n1234567\r\n")
+    assert op == (OP_PUB, b"a", None, b"1234567")
+    assert type(op[3]) is Sized and op[3].size == b"007" and op[3].header_size is None
+    (op,) = parse(b"HPUB a 02 03\r\nh:x\r\n")
+    assert type(op[4]) is Sized and (op[4].header_size, op[4].size) == (b"02", b"03")
+    assert type(parse(b"PUB a 7\r\n1234567\r\n")[0][3]) is bytes
+
+
+def test_client_err_does_not_stop_the_parser():
+    assert parse(b"-ERR 'x'\r\nPUB a 1\r\nx\r\n") == [(OP_ERR, "'x'"), (OP_PUB, b"a", None, b"x")]
+
+
+def test_connect_sets_headers_and_pedantic():
+    p = Parser()
+    ops = p.feed(b'CONNECT {"headers":true,"pedantic":false}\r\nHPUB a 2 3\r\nh:x\r\n')
+    assert ops[1] == (OP_HPUB, b"a", None, b"h:", b"x")
+    assert p.feed(b"PUB a..b 1\r\nx\r\n") == [(OP_PUB, b"a..b", None, b"x")]

@@ -24,7 +24,9 @@ Invariants:
   :attr:`FaultInjector.log`; a rule whose count is spent is removed;
 * a rule that names a stream or consumer that does not exist is rejected when added
   (:class:`FaultError`), and so is one with an unknown action or status;
-* what a delayed rule hands on is never caught again by the rule that delayed it.
+* what a delayed rule hands on is never caught again by the rule that delayed it, and what a
+  rule answers is never caught by any rule;
+* the ``$MINIJS.>`` control plane is never caught: neither its requests nor its replies.
 """
 from __future__ import annotations
 
@@ -333,12 +335,17 @@ class FaultInjector:
             self._install()
         return True
 
-    def _answer(self, reply: bytes, hdr: bytes | None, body: bytes) -> None:
+    def publish_unfaulted(self, subject: bytes, reply: bytes | None, hdr: bytes | None,
+                          body: bytes) -> int:
+        """Publish past every rule: a rule's own answers and the control plane's replies."""
         self._bypass += 1
         try:
-            self.server.publish(reply, None, hdr, body)
+            return self.server.publish(subject, reply, hdr, body)
         finally:
             self._bypass -= 1
+
+    def _answer(self, reply: bytes, hdr: bytes | None, body: bytes) -> None:
+        self.publish_unfaulted(reply, None, hdr, body)
 
     def _hand_on(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes, origin: Any) -> None:

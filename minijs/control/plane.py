@@ -5,6 +5,8 @@ of the in-process API:
 
 ===============================================  ============================================
 ``$MINIJS.CLOCK.NOW``                            ``{"virtual", "time", "unix_nano", "elapsed"}``
+                                                 (``elapsed``: seconds since a virtual clock's
+                                                 start, or since a wall-clock server started)
 ``$MINIJS.CLOCK.ADVANCE`` ``{"seconds": 30}``    replies after the due timers have fired
 ``$MINIJS.RESET`` ``{"disconnect": false}``      empties the server (streams, KV, faults, clock)
 ``$MINIJS.STATE.STREAMS``                        ``{"streams": [...]}``
@@ -26,7 +28,10 @@ Invariants:
   subscribes to ``$MINIJS.>`` and a request gets the 503 no-responders status, exactly as on
   nats-server; it never changes how other subjects behave, and fault rules never catch it;
 * every error is ``{"error": {"code": N, "description": "..."}}`` and changes nothing; bad JSON,
-  a body that is not an object, unknown fields and wrong types are errors (400);
+  a body that is not an object, unknown fields and wrong types are errors (400); an unknown
+  request, or a stream, consumer, fault rule id or client that is not there, is 404 (a new
+  fault rule naming a missing stream or consumer is a bad rule: 400); moving a wall clock is
+  409;
 * with authentication configured, only connections of the ``control_user`` may use it (403).
 """
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 from typing import Any, Callable
 
 from minijs.control.faults import FaultError, FaultRule
@@ -140,10 +146,13 @@ class ControlPlane:
                 return
         except ControlError as exc:
             result = {"error": {"code": exc.code, "description": exc.description}}
-        except FaultError as exc:
+        except ValueError as exc:  # FaultError too: a bad rule
             result = {"error": {"code": 400, "description": str(exc)}}
         except LookupError as exc:
             result = {"error": {"code": 404, "description": str(exc.args[0])}}
+        except Exception as exc:  # keep serving; tell the requester
+            self.server.log.error(f"control request $MINIJS.{name} failed: {exc!r}")
+            result = {"error": {"code": 500, "description": str(exc)}}
         self._reply(reply, result)
 
     def _route(self, name: str) -> tuple[Callable[..., Any], tuple]:
@@ -170,7 +179,8 @@ class ControlPlane:
 
     def _reply(self, reply: bytes | None, result: Any) -> None:
         if reply:
-            self.server.publish(reply, None, None, J.dumps(_jsonable(result)))
+            # Past the fault rules: a rule on ``>`` or ``_INBOX.>`` must not eat the answer.
+            self.server.faults.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)))
 
     def _authorized(self, origin: Any) -> bool:
         config = self.server.config
@@ -184,8 +194,11 @@ class ControlPlane:
     def _now(self) -> dict[str, Any]:
         clock = self.server.clock
         ns = clock.time_ns()
-        return {"virtual": bool(getattr(clock, "virtual", False)), "time": J.go_time(ns),
-                "unix_nano": ns}
+        virtual = bool(getattr(clock, "virtual", False))
+        # Virtual clocks: seconds since the clock's start (0 again after a reset); the wall
+        # clock: seconds since the server started.
+        elapsed = clock.monotonic() if virtual else clock.time() - self.server.start_time
+        return {"virtual": virtual, "time": J.go_time(ns), "unix_nano": ns, "elapsed": elapsed}
 
     def _clock_now(self, payload: bytes) -> dict[str, Any]:
         _body(payload, {})
@@ -196,6 +209,8 @@ class ControlPlane:
         seconds = doc.get("seconds")
         if seconds is None:
             raise _bad("give the time to move as {\"seconds\": N}")
+        if not math.isfinite(seconds):
+            raise _bad("seconds must be a finite number")
         if seconds < 0:
             raise _bad("a clock cannot go back: seconds must be >= 0")
         clock = self.server.clock
@@ -291,7 +306,7 @@ class ControlPlane:
         doc = _body(payload, {"client": (int, str)})
         faults = self.server.faults
         client = doc.get("client")
-        faults._clients(client)  # unknown client: an error now, before anything changes
+        self._client_exists(client)  # unknown client: an error now, before anything changes
 
         async def later() -> dict[str, Any]:
             await asyncio.sleep(0)
@@ -308,4 +323,11 @@ class ControlPlane:
         doc = _body(payload, {"client": (int, str)})
         if doc.get("client") is None:
             raise _bad("give the client to cut: {\"client\": <id or name>}")
+        self._client_exists(doc["client"])
         return {"slow_consumers": self.server.faults.slow_consumer(doc["client"])}
+
+    def _client_exists(self, client: int | str | None) -> None:
+        try:
+            self.server.faults._clients(client)
+        except FaultError as exc:
+            raise ControlError(404, str(exc)) from None

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from minijs.core.subjects import is_valid_subject
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.configs import to_json_dict
 
@@ -131,18 +132,22 @@ def _stream(s: Any) -> StreamSnapshot:
     store = s.store
     subjects = dict(store.subject_state(None))
     return StreamSnapshot(
-        name=s.name, config=to_json_dict(s.config), messages=st.msgs, bytes=st.bytes,
-        first_seq=st.first_seq, last_seq=st.last_seq, consumers=sorted(s.consumers),
-        subjects=subjects)
+        name=s.name, config=to_json_dict(s.config, dynamic_metadata=False), messages=st.msgs,
+        bytes=st.bytes, first_seq=st.first_seq, last_seq=st.last_seq,
+        consumers=sorted(s.consumers), subjects=subjects)
 
 
 def messages(server: Any, name: str, *, subject: str | None = None, start_seq: int = 1,
              limit: int = 1000) -> list[MessageSnapshot]:
-    """Stored messages of a stream from ``start_seq`` (matching ``subject``, wildcards allowed),
-    at most ``limit``."""
+    """Stored messages of a stream from ``start_seq`` (matching ``subject``, wildcards allowed;
+    an invalid filter is a ``ValueError``), at most ``limit``."""
     s = _engine(server).lookup(name)
     if s is None:
         raise LookupError(f"no stream {name!r}")
+    if subject == "":
+        subject = None
+    if subject is not None and not is_valid_subject(subject.encode()):
+        raise ValueError(f"invalid subject filter {subject!r}")
     out: list[MessageSnapshot] = []
     seq = max(start_seq, 1)
     while len(out) < limit:

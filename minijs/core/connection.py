@@ -12,19 +12,18 @@ consumer so it never stalls delivery to anyone else.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from typing import Any, Protocol
 
 from minijs.clock import REAL_CLOCK
-from minijs.core.subjects import is_valid_literal_subject, is_valid_subject
+from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
+from minijs.protocol.wire import Sized
 from minijs.protocol.parser import (
-    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_SUB,
-    OP_UNSUB, Parser,
+    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HMSG, OP_HPUB, OP_PING, OP_PONG, OP_PUB, OP_SEND_ERR,
+    OP_SUB, OP_UNSUB, Parser,
 )
-
 
 
 class ConnectionOwner(Protocol):
@@ -48,6 +47,7 @@ class ConnectionOwner(Protocol):
     def remove_subscription(self, sub: Subscription) -> None: ...
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: "Connection | None" = None) -> int: ...
+    def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
 
 #: Queued output above this size is written at once rather than at the end of the turn.
 EARLY_WRITE_SIZE = 4096
@@ -55,7 +55,6 @@ EARLY_WRITE_SIZE = 4096
 ERR_AUTH_TIMEOUT = "Authentication Timeout"
 ERR_AUTH_VIOLATION = "Authorization Violation"
 ERR_INVALID_SUBJECT = "Invalid Subject"
-ERR_INVALID_PUB_SUBJECT = "Invalid Publish Subject"
 ERR_BAD_PROTOCOL = "invalid client protocol"
 ERR_NO_RESPONDERS_HEADERS = "no responders requires headers support"
 ERR_STALE = "Stale Connection"
@@ -64,9 +63,14 @@ ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
 
 #: How long a measured round trip stays fresh before keep-alive pings measure it again.
 RTT_REFRESH = 3600.0
-#: Reply prefixes reserved for the server (its ack namespace, route replies).
-RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.")
-RESERVED_PUBLISH_PREFIXES = (b"$NRG.",)
+#: Reply prefixes reserved for the server (service replies, its ack namespace, gateway-routed
+#: replies old and new).
+RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.", b"$GR.")
+#: Subjects a client may not publish to: Raft groups, and gateway-routed replies (old and new
+#: prefixes; the prefix alone is no violation).
+RESERVED_PUBLISH_PREFIXES = (b"$NRG.", b"_GR_.", b"$GR.")
+#: Prefixes that nats-server reserves only when something follows them.
+BARE_PREFIXES = (b"$JS.ACK.", b"_GR_.", b"$GR.")
 #: The queue group name nats-server keeps for its own services.
 RESERVED_QUEUE = b"_sys_"
 
@@ -150,8 +154,14 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         self.last_in = REAL_CLOCK.monotonic()
+        parser = self.parser
         try:
-            self._process(self.parser.feed(data))
+            # One nats-server read at a time: once the connection is closed, the rest of the
+            # read it happened in still counts (see _process), later reads do not.
+            for chunk in parser.reads(data):
+                self._process(parser.feed(chunk))
+                if self.closed:
+                    break
         finally:
             self.server.end_of_input()
 
@@ -220,7 +230,11 @@ class Connection(asyncio.Protocol):
         return self._out_size + buffered
 
     def close(self) -> None:
+        """Write everything queued so far, then close (as nats-server's write loop does)."""
         if self.closed:
+            return
+        self.flush()
+        if self.closed:  # the flush found a slow consumer and cut it
             return
         transport = self.transport
         self._teardown()
@@ -304,21 +318,30 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------- operations
 
     def _process(self, ops: list[tuple]) -> None:
+        """Act on the operations of one read.
+
+        A connection closed by the client's ``-ERR`` (or cut as a slow consumer) in the middle
+        of a read still has that read's publishes routed, as nats-server finishes parsing the
+        read it is in; nothing else of it has an effect. A protocol error ends the read.
+        """
         server = self.server
         tracing = server.log.trace_enabled
         for op in ops:
+            kind = op[0]
             if self.closed:
-                return
+                if kind == OP_PUB:
+                    self._publish(op[1], op[2], None, op[3])
+                elif kind == OP_HPUB:
+                    self._publish(op[1], op[2], op[3], op[4])
+                continue
             if tracing:
                 self._trace_in(op)
-            kind = op[0]
             if kind == OP_PUB:
                 self._publish(op[1], op[2], None, op[3])
             elif kind == OP_HPUB:
-                if not self.headers:
-                    self.close()  # HPUB without headers support: closed with no -ERR
-                    return
                 self._publish(op[1], op[2], op[3], op[4])
+            elif kind == OP_SEND_ERR:
+                self.send(wire.err(op[1]))
             elif kind == OP_SUB:
                 self._subscribe(op[1], op[2], op[3])
             elif kind == OP_UNSUB:
@@ -336,6 +359,14 @@ class Connection(asyncio.Protocol):
                     self.rtt = max(REAL_CLOCK.monotonic() - self.rtt_start, 1e-9)
             elif kind == OP_CONNECT:
                 self._connect(op[1])
+                if self.closed:  # refused: nats-server stops reading
+                    return
+            elif kind == OP_HMSG:
+                # A client's HMSG is an empty message with no subject: it reaches no one.
+                self.in_msgs += 1
+                server.stats.in_msgs += 1
+                if self.verbose:
+                    self.send(wire.OK)
             elif kind == OP_CLOSE:
                 if op[1] is None:
                     self.close()
@@ -345,37 +376,34 @@ class Connection(asyncio.Protocol):
             elif kind == OP_ERR:
                 server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
                 self.close()
-                return
-            elif kind in (OP_INFO, OP_OK):
-                pass
+            # OP_INFO and OP_OK: nothing to do.
 
-    def _connect(self, arg: bytes) -> None:
-        try:
-            opts = json.loads(arg)
-        except ValueError:
-            self.close()
-            return
-        if not isinstance(opts, dict):
-            self.close()
-            return
-        self.verbose = bool(opts.get("verbose", self.verbose))
-        self.pedantic = bool(opts.get("pedantic", self.pedantic))
-        self.echo = bool(opts.get("echo", self.echo))
-        self.headers = bool(opts.get("headers", self.headers))
-        self.no_responders = bool(opts.get("no_responders", self.no_responders))
-        self.name = str(opts.get("name") or "")
-        self.lang = str(opts.get("lang") or "")
-        self.version = str(opts.get("version") or "")
-        protocol = opts.get("protocol", 0)
-        if not isinstance(protocol, int) or protocol < 0 or protocol > 1:
-            self.fail(ERR_BAD_PROTOCOL)
-            return
-        self.protocol = protocol
+    def _connect(self, opts: dict[str, Any]) -> None:
+        """Apply CONNECT options, decoded by the parser exactly as nats-server decodes them
+        (every option so far: a later CONNECT changes only what it names)."""
+        if self.connected:
+            # nats-server drops every subscription on a second CONNECT (it may move the client
+            # to another account), before it even checks the credentials.
+            for sub in list(self.subs.values()):
+                self.remove_subscription(sub)
+        self.verbose = opts["verbose"]
+        self.pedantic = opts["pedantic"]
+        self.echo = opts["echo"]
+        self.headers = opts.get("headers", False)
+        self.no_responders = opts.get("no_responders", False)
+        self.name = opts.get("name", "")
+        self.lang = opts.get("lang", "")
+        self.version = opts.get("version", "")
         if not self._authenticate(opts):
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
                                   f'"{self.name}" - {ERR_AUTH_VIOLATION}')
             self.fail(ERR_AUTH_VIOLATION)
             return
+        protocol = opts.get("protocol", 0)
+        if protocol < 0 or protocol > 1:
+            self.fail(ERR_BAD_PROTOCOL)
+            return
+        self.protocol = protocol
         if self.no_responders and not self.headers:
             self.fail(ERR_NO_RESPONDERS_HEADERS)
             return
@@ -399,14 +427,15 @@ class Connection(asyncio.Protocol):
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
         server = self.server
-        if self.pedantic and not is_valid_literal_subject(subject):
-            self.send(wire.err(ERR_INVALID_PUB_SUBJECT))
-        if subject.startswith(RESERVED_PUBLISH_PREFIXES):
-            self.send(wire.err(f'Permissions Violation for Publish to "{subject.decode(errors="replace")}"'))
+        first = subject[0]
+        if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
+                and subject not in BARE_PREFIXES):  # "$..." or "_..." only
+            self.send(wire.err(f"Permissions Violation for Publish to {wire.quote(subject)}"))
             return
-        if reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES):
+        if (reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES)
+                and reply not in BARE_PREFIXES):
             self.send(wire.err(
-                f'Permissions Violation for Publish with Reply of "{reply.decode(errors="replace")}"'))
+                f"Permissions Violation for Publish with Reply of {wire.quote(reply)}"))
             return
         size = len(payload) + (len(header) if header is not None else 0)
         self.in_msgs += 1
@@ -416,23 +445,40 @@ class Connection(asyncio.Protocol):
         stats.in_bytes += size
         if self.verbose:
             self.send(wire.OK)
-        server.publish(subject, reply, header, payload, self)
+        if first == 46 or subject[-1] == 46 or subject.find(b"..") >= 0:
+            # nats-server's sublist matches nothing for a subject with an empty token.
+            if reply and self.no_responders and not has_empty_token(reply):
+                server.no_responders(subject, reply, self)
+            return
+        if reply and self.no_responders and has_empty_token(reply):
+            # Nor for a reply subject with one: no 503 can find its way back.
+            self.no_responders = False
+            try:
+                server.publish(subject, reply, header, payload, self)
+            finally:
+                self.no_responders = True
+        else:
+            server.publish(subject, reply, header, payload, self)
+        if type(payload) is Sized:
+            payload.size = None  # only this publish's deliveries repeat the client's tokens
 
     def _subscribe(self, subject: bytes, queue: bytes | None, sid: bytes) -> None:
-        if not is_valid_subject(subject) or (queue is not None and not _valid_queue(queue)):
-            self.send(wire.err(ERR_INVALID_SUBJECT))
-            return
+        # nats-server's order: the reserved queue, the subscription limit, an existing sid
+        # (kept, whatever the new subject), then the subject as its sublist takes it.
         if queue == RESERVED_QUEUE:
-            self.send(wire.err(f'Permissions Violation for Subscription to '
-                               f'"{subject.decode(errors="replace")}" using queue "_sys_"'))
+            self.send(wire.err(f"Permissions Violation for Subscription to "
+                               f'{wire.quote(subject)} using queue "_sys_"'))
+            return
+        limit = self.server.config.max_subscriptions
+        if limit and len(self.subs) >= limit:
+            self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
             return
         if sid in self.subs:
             if self.verbose:
                 self.send(wire.OK)
             return
-        limit = self.server.config.max_subscriptions
-        if limit and len(self.subs) >= limit:
-            self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
+        if not is_subscribable(subject):
+            self.send(wire.err(ERR_INVALID_SUBJECT))
             return
         sub = Subscription(subject, sid, queue, conn=self)
         self.subs[sid] = sub
@@ -465,7 +511,14 @@ class Connection(asyncio.Protocol):
         A client that did not announce header support gets the payload alone, as from
         nats-server.
         """
-        if header is None or not self.headers:
+        if type(payload) is Sized:
+            if header is None:
+                data = wire.msg_sized(subject, sub.sid, reply, payload)
+            elif self.headers:
+                data = wire.msg_sized(subject, sub.sid, reply, payload, header=header)
+            else:  # the header is dropped, so the size is computed again
+                data = wire.msg(subject, sub.sid, reply, payload)
+        elif header is None or not self.headers:
             data = wire.msg(subject, sub.sid, reply, payload)
         else:
             data = wire.hmsg(subject, sub.sid, reply, header, payload)
@@ -518,7 +571,7 @@ class Connection(asyncio.Protocol):
             extra = f" {op[2]}" if op[2] else ""
             self.trace(f"<<- [UNSUB {op[1].decode(errors='replace')}{extra}]")
         elif kind == OP_CONNECT:
-            self.trace(f"<<- [CONNECT {op[1].decode(errors='replace')}]")
+            self.trace(f"<<- [CONNECT {op[2].decode(errors='replace')}]")
         elif kind in (OP_PING, OP_PONG):
             self.trace("<<- [PING]" if kind == OP_PING else "<<- [PONG]")
 
@@ -534,6 +587,3 @@ def _quote(body: bytes) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace(
         "\n", "\\n") + '"'
 
-
-def _valid_queue(queue: bytes) -> bool:
-    return bool(queue) and not any(c in b" \t\r\n" for c in queue)

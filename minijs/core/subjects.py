@@ -98,3 +98,26 @@ def is_subset(sub: bytes | str, sup: bytes | str) -> bool:
         if stok != ptok:
             return False
     return len(stoks) == len(ptoks)
+
+
+# ----------------------------------------------------------------- the client protocol's rules
+#
+# nats-server's client path is more lenient than the subject grammar above: it never looks for
+# white space in a subject (the protocol parser has already split on it), and its sublist simply
+# matches nothing for a subject with an empty token.
+
+
+def has_empty_token(subject: bytes) -> bool:
+    """Empty, or an empty token (``a..b``, ``.a``, ``a.``): nats-server's sublist matches
+    nothing for such a subject, so a publish to it reaches no one."""
+    return not subject or subject[0] == 46 or subject[-1] == 46 or b".." in subject
+
+
+def is_subscribable(subject: bytes) -> bool:
+    """What a client may SUB to (nats-server's Sublist.Insert): no empty token, ``>`` only as
+    the last token; any other byte is fine."""
+    if has_empty_token(subject):
+        return False
+    if b">" not in subject:
+        return True
+    return b">" not in subject.split(b".")[:-1]

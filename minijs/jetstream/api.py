@@ -214,7 +214,8 @@ class JetStreamApi:
         cfg, pedantic = C.parse_stream_config(payload)
         if cfg.name != name:
             raise E.stream_mismatch()
-        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic)
+        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic,
+                                     lookup=self.js.lookup_config)
         existing = self.js.lookup(name)
         if existing is not None:
             if not C.same_config(cfg, existing.config):
@@ -230,15 +231,18 @@ class JetStreamApi:
 
     def stream_update(self, payload: bytes, name: str) -> dict:
         cfg, pedantic = C.parse_stream_config(payload)
-        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic)
+        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic,
+                                     lookup=self.js.lookup_config)
         if cfg.name != name:
             raise E.stream_mismatch()
         stream = self._stream(name)
-        cfg = C.check_update(stream.config, cfg, pedantic=pedantic)
+        cfg = C.check_update(stream.config, cfg, pedantic=pedantic, lookup=self.js.lookup_config)
+        if cfg.retention != "limits" and self.js.replicator.followed(name):
+            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         C.check_consumer_limits(stream.config, cfg, [
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
-        stream.update(cfg)
+        self.js.update_stream(stream, cfg)
         self.js.advisories.stream_action(stream.name, "modify")
         return stream.info_json(cluster=False)
 
@@ -362,6 +366,9 @@ class JetStreamApi:
 
         stream = self.js.lookup(name)
         if stream is None or not stream.config.allow_direct:
+            # a caught-up mirror with mirror_direct answers for its origin too
+            stream = self.js.replicator.direct_mirror(name)
+        if stream is None:
             self.no_responders(subject, reply, origin)
             return
         if not reply:

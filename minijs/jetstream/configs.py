@@ -39,7 +39,7 @@ import copy
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from minijs.core import subjects as _subj
 from minijs.jetstream import errors as E
@@ -637,8 +637,6 @@ def _transform_creatable(src: str, dest: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 UNSUPPORTED_FIELDS: dict[str, str] = {
-    "mirror": "stream mirrors (mirror)",
-    "sources": "stream sourcing (sources)",
     "allow_msg_counter": "counter streams (allow_msg_counter)",
     "allow_atomic": "atomic batch publishing (allow_atomic)",
     "allow_msg_schedules": "message schedules (allow_msg_schedules)",
@@ -649,12 +647,37 @@ wording used in the error. Only a *set* option is rejected (``null``/``false``/`
 fine), so configs echoed back by clients keep working."""
 
 
-def check_unsupported(cfg: StreamConfig) -> None:
-    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
+UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
+    "external": "mirrors and sources of another JetStream domain or account (external)",
+    "consumer": "durable sourcing consumers (consumer)",
+}
+"""Fields of a ``mirror`` or ``sources`` entry that minijs refuses (a single server has no other
+domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
+
+
+UNSUPPORTED_ORIGIN = "mirrors and sources of interest or work-queue streams (retention)"
+"""nats-server follows those origins with durable consumers acknowledged by flow control,
+visible on the origin; minijs refuses them (at create and update when the origin exists, in
+the link's ``error`` when it appears later)."""
+
+
+def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option
+    (with ``lookup``, also for an existing origin of a mirror or source that is not a limits
+    stream)."""
     for name, what in UNSUPPORTED_FIELDS.items():
         v = getattr(cfg, name)
         if v:
             raise E.unsupported_feature(what)
+    for src in ([cfg.mirror] if cfg.mirror is not None else []) + list(cfg.sources or []):
+        if src is None:
+            continue
+        for name, what in UNSUPPORTED_SOURCE_FIELDS.items():
+            if src.get(name) is not None:
+                raise E.unsupported_feature(what)
+        origin = lookup(src["name"]) if lookup is not None else None
+        if origin is not None and origin.retention != "limits":
+            raise E.unsupported_feature(UNSUPPORTED_ORIGIN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -662,9 +685,48 @@ def check_unsupported(cfg: StreamConfig) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _check_mirror_and_sources(cfg: StreamConfig) -> None:
-    """The pure parts of checkStreamCfg's mirror/source checks (lookups of other streams and
-    cycle detection are skipped: minijs rejects mirrors and sources anyway)."""
+StreamLookup = Callable[[str], "StreamConfig | None"]
+"""``lookup(name)``: the config of the stream called ``name`` on this server, or None."""
+
+
+def _subjects_overlap_filter(subjects: list[str] | None, filter_subject: str) -> bool:
+    if filter_subject == "":
+        return True
+    return any(_collide(s, filter_subject) for s in subjects or [])
+
+
+def _check_cycles(cfg: StreamConfig, lookup: StreamLookup) -> None:
+    """checkStreamCfg's cycle check: a breadth-first walk over sources and mirrors; a stream
+    seen again is a cycle when its subjects meet the source's filter (always for mirrors)."""
+    to_visit = [cfg]
+    visited: set[str] = set()
+    while to_visit:
+        c = to_visit.pop(0)
+        visited.add(c.name)
+        for src in c.sources or []:
+            if src is None or src.get("external") is not None:
+                continue
+            if src["name"] in visited:
+                if _subjects_overlap_filter(c.subjects, src.get("filter_subject") or ""):
+                    raise E.stream_invalid_config("detected cycle")
+            else:
+                other = lookup(src["name"])
+                if other is not None:
+                    to_visit.append(other)
+        m = c.mirror
+        if m is not None and m.get("external") is None:
+            if m["name"] in visited:
+                raise E.stream_invalid_config("detected cycle")
+            other = lookup(m["name"])
+            if other is not None:
+                to_visit.append(other)
+
+
+def _check_mirror_and_sources(cfg: StreamConfig, pedantic: bool = False,
+                              lookup: StreamLookup | None = None) -> None:
+    """checkStreamCfg's mirror/source checks, in its order. With ``lookup`` the checks that
+    need the other streams run too: message size against an existing origin, ``mirror_direct``
+    inherited from the origin's ``allow_direct``, and the cycle check."""
     m = cfg.mirror
     if m is not None:
         if cfg.first_seq > 0:
@@ -709,6 +771,13 @@ def _check_mirror_and_sources(cfg: StreamConfig) -> None:
         if m["external"] is None:
             if not is_valid_asset_name(m["name"]):
                 raise E.mirror_invalid_stream_name()
+            origin = lookup(m["name"]) if lookup is not None else None
+            if origin is not None:
+                if 0 < origin.max_msg_size and 0 < cfg.max_msg_size < origin.max_msg_size:
+                    raise E.mirror_max_message_size_too_big()
+                if pedantic and cfg.mirror_direct != origin.allow_direct:
+                    raise E.pedantic("origin stream has direct get set, mirror has it disabled")
+                cfg.mirror_direct = origin.allow_direct
     if cfg.sources and cfg.allow_msg_schedules:
         raise E.source_with_msg_schedules()
     seen: set = set()
@@ -753,6 +822,10 @@ def _check_mirror_and_sources(cfg: StreamConfig) -> None:
             if ckey in seen_consumers:
                 raise E.source_durable_consumer_duplicate_detected()
             seen_consumers.add(ckey)
+        if src["external"] is None and lookup is not None:
+            origin = lookup(src["name"])
+            if origin is not None and 0 < origin.max_msg_size and 0 < cfg.max_msg_size < origin.max_msg_size:
+                raise E.source_max_message_size_too_big()
     externals = [x["external"] for x in ([m] if m else []) + list(cfg.sources or []) if x and x["external"]]
     for ext in externals:
         pfx = ext["deliver"]
@@ -767,9 +840,12 @@ def _check_mirror_and_sources(cfg: StreamConfig) -> None:
                 )
             if _collide(api, "$JS.API"):
                 raise E.stream_external_api_overlap(prefix=api, subject="$JS.API")
+    if lookup is not None:
+        _check_cycles(cfg, lookup)
 
 
-def _check_stream_cfg(config: StreamConfig, pedantic: bool) -> StreamConfig:
+def _check_stream_cfg(config: StreamConfig, pedantic: bool,
+                      lookup: StreamLookup | None = None) -> StreamConfig:
     """Port of ``checkStreamCfgLocked`` for a single server with default limits."""
     if not is_valid_asset_name(config.name):
         raise E.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
@@ -863,7 +939,7 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool) -> StreamConfig:
         if cfg.allow_atomic:
             raise E.stream_invalid_config("async persist mode is not supported with atomic batch publish")
 
-    _check_mirror_and_sources(cfg)
+    _check_mirror_and_sources(cfg, pedantic, lookup)
 
     if not cfg.subjects:
         if cfg.mirror is None and not cfg.sources:
@@ -938,7 +1014,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool) -> StreamConfig:
     return cfg
 
 
-def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False) -> StreamConfig:
+def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False,
+                         lookup: StreamLookup | None = None) -> StreamConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
     Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
@@ -964,10 +1041,10 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
         # setStaticStreamMetadata runs before validation on create (its key counts toward the
         # metadata size limit).
         cfg = set_static_metadata(cfg.copy())
-    out = _check_stream_cfg(cfg, pedantic)
+    out = _check_stream_cfg(cfg, pedantic, lookup)
     if create and out.num_replicas > 1:
         raise E.stream_replicas_not_supported()
-    check_unsupported(out)
+    check_unsupported(out, lookup)
     return set_static_metadata(out)
 
 
@@ -999,7 +1076,8 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
     return a == old
 
 
-def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False) -> StreamConfig:
+def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False,
+                 lookup: StreamLookup | None = None) -> StreamConfig:
     """Apply ``configUpdateCheck`` to an update of ``old`` to ``new`` (a config that already went
     through :func:`validate_and_default` with ``create=False``) and return the config to store.
 
@@ -1015,7 +1093,7 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
     compression, first_seq, placement, transforms, republish, consumer_limits, metadata,
     limits↔interest, subject_delete_marker_ttl, …) may change.
     """
-    cfg = _check_stream_cfg(new, pedantic)
+    cfg = _check_stream_cfg(new, pedantic, lookup)
     if cfg.name != old.name:
         raise E.stream_invalid_config("stream configuration name must match original")
     if cfg.num_replicas > 1:
@@ -1050,7 +1128,7 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
         cfg.discard = "new"
         cfg.deny_delete, cfg.deny_purge = True, True
         cfg.allow_rollup_hdrs = False
-    check_unsupported(cfg)
+    check_unsupported(cfg, lookup)
     return set_static_metadata(cfg)
 
 

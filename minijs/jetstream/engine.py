@@ -1,7 +1,8 @@
 """The JetStream engine of one server (one account, ``$G``): streams, API counters, recovery.
 
 Attached to the server when it starts with ``jetstream=True`` (``-js``). It owns the streams;
-each stream owns its store and its consumers. It is given the server's message bus
+each stream owns its store and its consumers. Mirrors and sources are links between its
+streams, kept by its :class:`~minijs.jetstream.replication.Replicator`. It is given the server's message bus
 (:class:`~minijs.jetstream.bus.MessageBus`) and knows nothing else of the server; the API layer
 (:mod:`minijs.jetstream.api`), a floor above, translates requests into calls on this object.
 
@@ -13,22 +14,56 @@ embedded default leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, stream_config_from_dict
 from minijs.jetstream.consumer import recover_consumers
+from minijs.jetstream.replication import Replicator
 from minijs.jetstream.store import open_store, stream_store_path
 from minijs.jetstream.stream import Stream
 
 #: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
 #: commits survive a killed process without an fsync, so minijs syncs on the same period.
 SYNC_INTERVAL = 120.0
+
+
+class StoreDirError(Exception):
+    """The store directory cannot be used; the text is nats-server's reason."""
+
+
+def check_store_dir(store_dir: str) -> None:
+    """nats-server's checks of ``<store_dir>/jetstream`` before JetStream starts: created if
+    missing, else it must be a writable directory. Raises :class:`StoreDirError`."""
+    path = os.path.join(store_dir, "jetstream")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        try:
+            os.makedirs(path, mode=0o750, exist_ok=True)
+        except OSError as exc:
+            where = exc.filename or path
+            reason = (exc.strerror or str(exc))
+            raise StoreDirError(f"could not create storage directory - mkdir {where}: "
+                                f"{reason[:1].lower()}{reason[1:]}") from None
+        return
+    except OSError:
+        raise StoreDirError("storage directory is not a directory") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreDirError("storage directory is not a directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix="_test_", dir=path)
+    except OSError:
+        raise StoreDirError("storage directory is not writable") from None
+    os.close(fd)
+    os.remove(probe)
 
 
 class JetStream:
@@ -52,6 +87,7 @@ class JetStream:
         self._flush_scheduled = False
         self._sync_timer: Any = None
         self.advisories = Advisories(server)
+        self.replicator = Replicator(self)
         self.started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -78,13 +114,20 @@ class JetStream:
 
     def stop(self, *, keep_files: bool = False) -> None:
         """Close every stream and consumer (state kept on disk for file streams). The private
-        temporary directory of file streams is removed unless ``keep_files`` (a restart)."""
+        temporary directory of file streams is removed unless ``keep_files`` (a restart); its
+        stores are then released without the final disk sync, since nothing will read them."""
         self._cancel_sync()
+        self.replicator.stop_all()
+        discard = self._temp_dir is not None and not keep_files and not self.store_dir
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
             try:
-                stream.close()
+                if discard:
+                    stream.flush()  # committed writes still get their acks
+                    stream.abandon()
+                else:
+                    stream.close()
             except Exception as exc:  # keep closing the others
                 self.log.error(f"closing stream {stream.name}: {exc}")
         self._finish(keep_files)
@@ -94,6 +137,7 @@ class JetStream:
         files stay as they are (a simulated crash)."""
         self._cancel_sync()
         self._dirty.clear()
+        self.replicator.stop_all()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
@@ -108,6 +152,7 @@ class JetStream:
         without advisories: the empty engine of a fresh start."""
         self._cancel_sync()
         self._dirty.clear()
+        self.replicator.stop_all()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.delete()
@@ -176,6 +221,8 @@ class JetStream:
             st = store.state()
             self.log.info(f"  Restored {st.msgs} messages for stream '$G > {cfg.name}'")
             recover_consumers(stream)
+        for stream in self.streams.values():
+            self.replicator.attach(stream)
 
     # ------------------------------------------------------------------ streams
 
@@ -194,16 +241,48 @@ class JetStream:
         stream.save_config()
         stream.start()
         self.flush_now(stream)
+        self.replicator.attach(stream)
         return stream
+
+    def update_stream(self, stream: Stream, cfg: StreamConfig) -> None:
+        """Apply a validated config change; mirror promotion and added or removed sources
+        change the stream's links."""
+        old = stream.config
+        stream.update(cfg)
+        if old.mirror != cfg.mirror or old.sources != cfg.sources:
+            self.replicator.reconfigure(stream, old)
 
     def delete_stream(self, stream: Stream) -> None:
         self.streams.pop(stream.name, None)
         self._dirty.pop(id(stream), None)
+        self.replicator.detach(stream, deleted=True)
         self.delete_consumers(stream)
         stream.delete()
 
     def lookup(self, name: str) -> Stream | None:
         return self.streams.get(name)
+
+    def lookup_config(self, name: str) -> StreamConfig | None:
+        """The config of stream ``name`` (validation of mirrors and sources looks origins up)."""
+        stream = self.streams.get(name)
+        return stream.config if stream is not None else None
+
+    # ------------------------------------------------------------------ for the replicator
+
+    def count_api(self, error: bool) -> None:
+        """An internal API request (a mirror's or source's consumer create or delete)."""
+        self.api_total += 1
+        if error:
+            self.api_errors += 1
+
+    def soon(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the next loop turn."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.clock.call_later(0, callback)
+            return
+        loop.call_soon(callback)
 
     # ------------------------------------------------------------------ durability
 
@@ -260,7 +339,8 @@ class JetStream:
         return mem, sto
 
     def num_consumers(self) -> int:
-        return sum(len(s.consumers) for s in self.streams.values())
+        """Consumers of all streams, with the internal ones mirrors and sources use."""
+        return sum(len(s.consumers) for s in self.streams.values()) + self.replicator.num_consumers()
 
     def account_info(self) -> dict:
         mem, sto = self.usage()

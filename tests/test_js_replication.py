@@ -1,0 +1,188 @@
+"""Mirrors and sources inside minijs: the retry schedule and stall detection on the virtual
+clock, refused origins, catch-up in chunks, source positions recovered from headers, the
+floors (``stream.py`` does not know replication exists) and the cost for streams without
+followers. What clients see is pinned by conformance/test_js_mirror_sources.py on both
+servers."""
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import nats
+
+from minijs.clock import VirtualClock
+from minijs.jetstream import replication as R
+from minijs.server import Server
+from tests.jsapi import api
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def turns(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def create(nc: Any, name: str, **config: Any) -> dict:
+    out = await api(nc, f"STREAM.CREATE.{name}", {"name": name, **config})
+    assert "error" not in out, out
+    return out
+
+
+async def info(nc: Any, name: str) -> dict:
+    return await api(nc, f"STREAM.INFO.{name}")
+
+
+async def test_missing_origin_is_retried_on_the_clock(server: Server, nc: Any,
+                                                      clock: VirtualClock) -> None:
+    await create(nc, "M", mirror={"name": "O"}, storage="memory")
+    await turns()
+    m = (await info(nc, "M"))["mirror"]
+    assert m["error"] == {"code": 404, "err_code": 10059, "description": "stream not found"}
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    await nc.request("o.1", b"x", timeout=2)
+    # first failure: 2 s throttle + 10 s backoff + 150 ms jitter
+    await clock.advance_async(12.1)
+    assert (await info(nc, "M"))["state"]["messages"] == 0
+    await clock.advance_async(0.1)
+    await turns()
+    out = await info(nc, "M")
+    assert out["state"]["messages"] == 1 and "error" not in out["mirror"]
+
+
+async def test_backoff_grows_and_caps(server: Server, nc: Any, clock: VirtualClock) -> None:
+    """Attempts at 0, then 2 s + 10 s × failures (+150 ms), at most 2 min apart."""
+    await create(nc, "M", mirror={"name": "O"}, storage="memory")
+    await turns()
+    js = server.jetstream
+    attempts = [clock.monotonic()]
+    seen = js.api_errors
+    while len(attempts) < 16:
+        await clock.advance_async(0.05)
+        if js.api_errors != seen:
+            seen = js.api_errors
+            attempts.append(clock.monotonic())
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    expected = [min(2 + 10 * k, 2 + 120) + 0.15 for k in range(1, 16)]
+    assert all(abs(g - e) <= 0.051 for g, e in zip(gaps, expected)), gaps
+    assert R.backoff(1) == 10 and R.backoff(100) == 120
+
+
+async def test_deleted_origin_noticed_by_health_check(server: Server, nc: Any,
+                                                      clock: VirtualClock) -> None:
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    await create(nc, "M", mirror={"name": "O"}, storage="memory")
+    await turns()
+    assert (await info(nc, "M"))["mirror"]["active"] >= 0
+    assert (await api(nc, "INFO"))["consumers"] == 1
+    await api(nc, "STREAM.DELETE.O")
+    assert (await api(nc, "INFO"))["consumers"] == 0
+    await clock.advance_async(9.5)
+    assert "error" not in (await info(nc, "M"))["mirror"]
+    await clock.advance_async(1)
+    m = (await info(nc, "M"))["mirror"]
+    assert m["error"]["err_code"] == 10059
+    assert m["active"] >= 10_000_000_000
+
+
+async def test_interest_and_workqueue_origins_refused(server: Server, nc: Any,
+                                                      clock: VirtualClock) -> None:
+    refusal = {"code": 500, "err_code": 10052, "description":
+               "minijs does not support mirrors and sources of interest or work-queue streams "
+               "(retention)"}
+    await create(nc, "I", subjects=["i.>"], retention="interest", storage="memory")
+    out = await api(nc, "STREAM.CREATE.M", {"name": "M", "mirror": {"name": "I"}})
+    assert out["error"] == refusal
+    out = await api(nc, "STREAM.CREATE.S", {"name": "S", "sources": [{"name": "I"}]})
+    assert out["error"] == refusal
+    # an origin appearing later as a work queue: the link reports the refusal and retries
+    await create(nc, "M2", mirror={"name": "W"}, storage="memory")
+    await create(nc, "W", subjects=["w.>"], retention="workqueue", storage="memory")
+    await clock.advance_async(13)
+    assert (await info(nc, "M2"))["mirror"]["error"] == refusal
+    # a followed limits stream may not become an interest stream
+    await create(nc, "L", subjects=["l.>"], storage="memory")
+    await create(nc, "S2", sources=[{"name": "L"}], storage="memory")
+    out = await api(nc, "STREAM.UPDATE.L", {"name": "L", "subjects": ["l.>"],
+                                            "retention": "interest", "storage": "memory"})
+    assert out["error"] == refusal
+
+
+async def test_catch_up_runs_in_chunks(server: Server, nc: Any, monkeypatch: Any) -> None:
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    stream = server.jetstream.lookup("O")
+    now = server.clock.time_ns()
+    n = R.CHUNK * 2 + 7
+    for i in range(n):
+        stream.store.store_msg("o.x", None, b"%d" % i, now)
+    later: list = []
+    monkeypatch.setattr(server.jetstream, "soon", later.append)
+    await create(nc, "M", mirror={"name": "O"}, storage="memory")
+    mirror = server.jetstream.lookup("M")
+    link = server.jetstream.replicator.links["M"][0]
+    later.pop(0)()  # the first setup attempt
+    assert mirror.store.msgs == R.CHUNK and link.lag == n - R.CHUNK
+    later.pop(0)()
+    assert mirror.store.msgs == 2 * R.CHUNK
+    later.pop(0)()
+    assert mirror.store.msgs == n and link.lag == 0 and not later
+
+
+async def test_source_position_from_headers_without_metadata(tmp_path: Path) -> None:
+    clock = VirtualClock()
+    sd = str(tmp_path / "js")
+    srv = Server(port=0, jetstream=True, clock=clock, store_dir=sd)
+    await srv.start()
+    nc = await nats.connect(srv.client_url)
+    await create(nc, "O", subjects=["o.>"])
+    for i in range(3):
+        await nc.request("o.x", b"%d" % i, timeout=2)
+    await create(nc, "S", sources=[{"name": "O"}])
+    await turns(10)
+    s = srv.jetstream.lookup("S")
+    assert s.store.msgs == 3
+    link = srv.jetstream.replicator.links["S"][0]
+    s.store.delete_meta("src:" + link.iname)
+    srv.jetstream.flush_now(s)
+    await nc.close()
+    await srv.restart()
+    nc = await nats.connect(srv.client_url)
+    await nc.request("o.x", b"3", timeout=2)
+    await turns(10)
+    s = srv.jetstream.lookup("S")
+    assert s.store.msgs == 4
+    out = await info(nc, "S")
+    assert out["sources"][0]["seq"] == 4
+    await nc.close()
+    await srv.stop()
+
+
+async def test_streams_without_followers_queue_nothing(server: Server, nc: Any) -> None:
+    await create(nc, "P", subjects=["p.>"], storage="memory")
+    stream = server.jetstream.lookup("P")
+    await nc.request("p.x", b"", timeout=2)
+    assert stream.followers == [] and stream._signals == [] and stream.links_info is None
+
+
+def test_stream_does_not_import_replication() -> None:
+    tree = ast.parse((ROOT / "minijs/jetstream/stream.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.add(node.module or "")
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    assert not any("replication" in n for n in names), names
+
+
+def test_hash_and_index_name() -> None:
+    # values observed on nats-server 2.15.1 (stable consumer names it creates)
+    assert R.get_hash("MW $G") == "wlikDEbF"
+    assert R.get_hash(R.get_hash("SW $G")) == "tn68Iz9N"
+    assert R.index_name({"name": "A", "filter_subject": "", "subject_transforms": None}) == "A > >"
+    assert R.index_name({"name": "A", "filter_subject": "a.*"}) == "A a.* >"
+    assert R.index_name({"name": "A", "subject_transforms": [
+        {"src": "a.>", "dest": "b.>"}, {"src": "", "dest": ""}]}) == "A a.>\f> b.>\f>"
