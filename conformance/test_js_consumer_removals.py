@@ -249,3 +249,38 @@ def test_js_consumers_after_max_age_and_delete_markers(target: str, js: JsClient
                  fw=(0, 0, 0, 8, 0, 8, 0), **{"del": (0, 0, 5, 8, 5, 8, 0)})
     assert c.settled_state(expected) == expected
     assert c.term_events(4) == [(1, 1), (2, 1), (3, 1), (4, 1)]
+
+
+@pytest.mark.parametrize("how", ["purge_subject", "rollup"])
+def test_js_last_per_subject_consumer_after_purge(target: str, js: JsClient, stream_name: str,
+                                                  how: str) -> None:
+    """A ``last_per_subject`` consumer: its delivered position is the message it delivered
+    last (not the next one of its start list); purging (or rolling up) a subject still on its
+    list leaves the position alone and drops that message from num_pending. (What nats-server
+    delivers next, nothing until a new message arrives, is not checked.)"""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"], allow_rollup_hdrs=True)
+    for tok in "aabbbcaad":
+        js.pub_ok(f"{p}.{tok}", b"x")
+    out = js.api(f"CONSUMER.CREATE.{stream_name}.l", {"stream_name": stream_name, "config": {
+        "durable_name": "l", "deliver_policy": "last_per_subject", "filter_subject": f"{p}.*",
+        "ack_policy": "explicit"}})
+    assert "error" not in out, out
+    nxt = f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.l"
+
+    def state() -> tuple[int, ...]:
+        i = js.api(f"CONSUMER.INFO.{stream_name}.l")
+        return (i["num_pending"], i["num_ack_pending"], i["delivered"]["consumer_seq"],
+                i["delivered"]["stream_seq"], i["ack_floor"]["stream_seq"])
+
+    [b] = pull(js, nxt, {"batch": 1}, until_status=False, count=1)
+    assert (b.subject, ack_fields(b)[3]) == (f"{p}.b", 5)
+    [c] = pull(js, nxt, {"batch": 1}, until_status=False, count=1)
+    assert (c.subject, ack_fields(c)[3]) == (f"{p}.c", 6)
+    assert state() == (2, 2, 2, 6, 4)  # a (8) and d (9) still to come
+    if how == "rollup":
+        js.pub_ok(f"{p}.a", b"r", b"NATS/1.0\r\nNats-Rollup: sub\r\n\r\n")
+        assert state() == (2, 2, 2, 6, 4)  # a (8) replaced by a (10)
+    else:
+        assert js.purge(stream_name, {"filter": f"{p}.a"})["purged"] == 4
+        assert state() == (1, 2, 2, 6, 4)

@@ -251,8 +251,6 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             store = self.stream.store
             self._lps = deque(s for s in self._lps
                               if s >= self.sseq and store.subject_for_seq(s) is not None)
-            if self._lps:
-                self.sseq = self._lps[0]
         pending = self.pending
         if self.asflr < sseq:
             self.asflr = sseq - 1
@@ -680,7 +678,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 self.sseq = max(seq + 1, self._lps_resume)
                 self._npc_valid = False
             else:
-                self.sseq = self._lps[0]
+                self.sseq = seq + 1  # nats-server: right after the delivered one
         else:
             self.sseq = seq + 1
             if self._npc_valid and self._npc > 0:
