@@ -41,7 +41,7 @@ Invariants:
   pull request or an active push subscription must be there, as in nats-server 2.15.1. Giving
   up does not move the ack floor.
 * The ack floor (``adflr``, ``asflr``) is nats-server's in-memory floor: every delivery up to it
-  is acked or given up. Explicit acks: with nothing pending it is the delivery position
+  is acked, or gone with a purge. Explicit acks: with nothing pending it is the delivery position
   (``dseq - 1``, ``sseq - 1``); otherwise it moves only when the ack is for the delivery right
   after it, up to just below the next message still pending. ``ack_policy`` ``all``: an ack
   above the floor sets it to that ack's consumer and stream sequences and clears everything
@@ -52,6 +52,10 @@ Invariants:
   ``all`` ack of a sequence no longer pending, which move only the in-memory floor. Then
   ``_sflr`` holds the store floor, moved by the store's own rule (an ack of a still pending
   message), until both agree again (``_sflr`` None).
+* A pending message that leaves the stream by itself (limit, expiry, ``MSG.DELETE``) is acked
+  as a ``+TERM`` with reason ``Unacknowledged message was deleted`` (``_term_removed``, called
+  by the consumer's ``on_removed``); a purge drops pending acks below the consumer's new
+  position without advisories (the consumer's ``_purge``).
 * Retention: on work-queue and interest streams an acked message is removed from the stream
   unless (interest) another consumer still needs it — also a late ack of a message given up at
   ``max_deliver``. Freed ``max_ack_pending`` room resumes delivery.

@@ -242,7 +242,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         and the ack floor to just below it, dropping pending acks under it (and, when the
         filter is wider than what was purged, of messages gone); with nothing pending the
         floor is the delivery position. The redelivery queue keeps only what is at or above
-        the position: the rest waits for its ack wait again."""
+        the position: the rest waits for its ack wait again (from its last delivery)."""
         if sseq == 0 and not wider:
             sseq = lseq + 1
         if self.sseq < sseq:
