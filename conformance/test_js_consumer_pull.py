@@ -9,7 +9,9 @@ import time
 import uuid
 from typing import Any
 
-from conformance.jshelpers import JsClient, Msg, header_block, parse_msg
+import pytest
+
+from conformance.jshelpers import JsClient, Msg, header_block, parse_msg, wait_for
 
 ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
 
@@ -446,7 +448,9 @@ def test_js_pull_last_per_subject(target: str, js: JsClient, stream_name: str) -
     assert [ack_fields(m)[3:5] + (ack_fields(m)[6],) for m in msgs[:-1]] == [
         (3, 1, 2), (4, 2, 1), (5, 3, 0)]
     js.pub_ok(f"{p}.z")
-    info = js.api(f"CONSUMER.INFO.{stream_name}.l")
+    # nats-server counts the new message for its consumers a moment after the pub ack.
+    info = wait_for(lambda: (i := js.api(f"CONSUMER.INFO.{stream_name}.l"))["num_pending"] == 1
+                    and i)
     assert info["delivered"]["stream_seq"] == 5 and info["num_pending"] == 1
 
 
@@ -479,3 +483,24 @@ def test_js_pull_idle_heartbeat(target: str, js: JsClient, stream_name: str) -> 
     assert got[-1].frame == status_frame(got[-1], "408 Request Timeout",
                                          ("Nats-Pending-Messages", "4"),
                                          ("Nats-Pending-Bytes", "0"))
+
+
+@pytest.mark.parametrize("body,pending", [
+    ({"batch": 5, "expires": -1}, "5"),
+    ({"batch": 5, "expires": -1, "no_wait": True}, "5"),
+    ({"expires": -5_000_000_000}, "0"),
+    ({"batch": 2, "max_bytes": 100, "expires": -1}, "2"),
+])
+def test_js_pull_negative_expires_is_already_over(target: str, js: JsClient, stream_name: str,
+                                                  body: dict, pending: str) -> None:
+    """A negative ``expires`` is a deadline already past: ``408 Request Timeout`` at once with
+    the whole batch pending, and no message is taken even when some are waiting; the request
+    does not stay waiting."""
+    pl = Pull(js, stream_name, msgs=2)
+    [m] = pl.next(body)
+    budget = str(body.get("max_bytes", 0))
+    assert m.frame == status_frame(m, "408 Request Timeout", ("Nats-Pending-Messages", pending),
+                                   ("Nats-Pending-Bytes", budget))
+    info = pl.info()
+    assert (info["num_waiting"], info["num_ack_pending"], info["delivered"]["stream_seq"]) == (
+        0, 0, 0)

@@ -326,3 +326,21 @@ def test_js_sequences_continue_after_delete_of_last(target: str, js: JsClient,
     js.pub_ok(stream_name)
     js.msg_delete(stream_name, {"seq": 2})
     assert js.pub_ok(stream_name) == 3
+
+
+def test_js_batch_headers_on_a_stream_without_atomic_publish(target: str, js: JsClient,
+                                                             ps: tuple[str, str]) -> None:
+    """A message carrying a non-empty ``Nats-Batch-Id`` on a stream without ``allow_atomic``
+    is refused (400/10174 ``atomic publish is disabled``) and nothing is stored, whatever the
+    other batch headers; an empty id is a plain message."""
+    name, p = ps
+    refused = ack_error(name, 400, 10174, "atomic publish is disabled")
+    for hdrs in ([("Nats-Batch-Id", "b1"), ("Nats-Batch-Sequence", "1")],
+                 [("Nats-Batch-Id", "b1"), ("Nats-Batch-Sequence", "2"),
+                  ("Nats-Batch-Commit", "1")],
+                 [("Nats-Batch-Id", "b2")]):
+        assert js.publish(f"{p}.a", b"x", H(*hdrs)).data == refused
+    assert js.info(name)["state"]["messages"] == 0
+    assert js.pub(f"{p}.a", b"x", H(("Nats-Batch-Sequence", "1"))) == {"stream": name, "seq": 1}
+    assert js.pub(f"{p}.a", b"x", H(("Nats-Batch-Id", ""), ("Nats-Batch-Sequence", "1"))) == {
+        "stream": name, "seq": 2}

@@ -19,6 +19,7 @@ PROG = "minijs"
 
 USAGE = f"""
 Usage: {PROG} [options]
+       {PROG} stream|consumer|pub|sub|req|kv ... [-s URL]   (manage any NATS server)
 
 A drop-in for nats-server (the flags below mean what they mean there).
 
@@ -63,7 +64,20 @@ Common Options:
     -v, --version                    Show version
 
 TLS, cluster, gateway, leaf node, syslog and profiling flags of nats-server are refused.
+
+Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows their flags):
+    stream add|ls|info|edit|purge|rm|get     Manage JetStream streams
+    consumer add|ls|info|next|rm             Manage consumers (next fetches and acks)
+    pub SUBJECT [BODY] [--count N]           Publish messages
+    sub SUBJECT [--count N]                  Print messages on a subject
+    req SUBJECT [BODY]                       Send a request, print the reply
+    kv add|put|get|del|ls|watch|rm           Key-value buckets
+  e.g. {PROG} stream add ORDERS --subjects 'orders.>' --storage memory --defaults -s URL
 """
+
+#: First words that hand the command line to :mod:`minijs.manage` (kept here, not imported,
+#: so the server command does not pay for the management package).
+MANAGE_COMMANDS = ("stream", "consumer", "pub", "sub", "req", "request", "kv")
 
 
 class UsageError(Exception):
@@ -261,6 +275,10 @@ def version_line() -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGTERM/SIGINT; return the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in MANAGE_COMMANDS:
+        from minijs.manage import main as manage_main
+
+        return manage_main(list(argv))
     try:
         given = parse_args(argv)
     except UsageError as exc:

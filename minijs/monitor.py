@@ -1,9 +1,30 @@
-"""The HTTP monitoring endpoint (``-m PORT``): ``/varz``, ``/connz``, ``/healthz`` and ``/``.
+"""The HTTP monitoring endpoint (``-m PORT``): ``/varz``, ``/connz``, ``/jsz``, ``/subsz``,
+``/accountz``, ``/healthz`` and ``/``.
 
-Harnesses and container health checks poll these to learn that a nats-server is up, so the
-answers copy nats-server's: the same paths, status codes, headers and JSON field names and
-units (durations in nanoseconds, timestamps in RFC 3339 UTC). ``/varz`` carries only the fields
-minijs can fill truthfully; the ones that describe clusters, TLS or Go internals are left out.
+Harnesses, dashboards and container health checks poll these to learn that a nats-server is
+up and what it holds, so the answers copy nats-server 2.15.1's: the same paths, status codes,
+headers, JSON field names, order and units (durations in nanoseconds, timestamps in RFC 3339
+UTC), the same options, and option errors as 400 with Go's text (``Error decoding int for
+'limit': strconv.Atoi: ...``). ``/varz`` carries only the fields minijs can fill truthfully;
+the ones that describe clusters, TLS or Go internals are left out.
+
+What minijs cannot know the way nats-server does, and how it is reported:
+
+* ``/subsz`` and ``sublist_stats`` in ``/accountz``: the counters (``num_inserts``,
+  ``num_removes``, ``num_matches``, ``cache_hit_rate``, ``num_cache``, ``max_fanout``,
+  ``avg_fanout``) are counted by minijs's own sublist (:meth:`Sublist.stats`), which holds the
+  client subscriptions and minijs's internal ones (JetStream API, streams, consumers) but none
+  of nats-server's ``$SYS`` service subscriptions; the values are true for minijs and differ
+  from a nats-server's. ``subscriptions_list`` lists client subscriptions only: internal ones
+  have no client (``cid``) or ``sid`` to report.
+* ``/accountz``: one account (``$G``); ``$SYS`` is listed as nats-server lists it but has no
+  subscriptions, imports or exports here; ``$G``'s only import is ``$JS.API.>`` (JetStream
+  on), the one nats-server service import minijs really serves.
+* ``/connz``: no record of closed connections is kept, so ``state=closed|all`` (and
+  ``sort=stop|reason``) are refused with 400 instead of answering with an empty list.
+  ``rtt`` is left out until minijs has measured one (nats-server measures it at connect).
+* ``/jsz``: ``config.max_memory``/``max_storage`` are minijs's configured limits (-1 when
+  unlimited), not a share of the machine's memory and disk as nats-server computes them.
 
 A deliberately small HTTP/1.1 server on asyncio: one request per connection, then close.
 """
@@ -55,6 +76,10 @@ class Monitor:
             "/": self._index,
             "/varz": self._varz,
             "/connz": self._connz,
+            "/subsz": self._subsz,
+            "/subscriptionsz": self._subsz,
+            "/accountz": self._accountz,
+            "/jsz": self._jsz,
             "/healthz": self._healthz,
         }
 
@@ -147,23 +172,37 @@ class Monitor:
     # ----------------------------------------------------------------- endpoints
 
     def _healthz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        # A standalone server that is up is healthy for every variant nats-server offers
+        # (js-enabled-only, js-server-only, js-enabled): JetStream here has no meta group or
+        # replicas to wait for. The options are still parsed so bad values fail as in Go.
+        try:
+            for name in ("js-enabled-only", "js-server-only", "js-enabled"):
+                _bool_param(query, name)
+        except ValueError as exc:
+            return 400, str(exc).encode(), _TEXT_HEADERS
         return 200, b'{"status":"ok"}', _JSON_HEADERS
 
     def _varz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return 200, _json(self.varz()), _JSON_HEADERS
 
     def _connz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
-        try:
-            report = self.connz(query)
-        except ValueError as exc:
-            return 400, f"{exc}\n".encode(), _TEXT_HEADERS
-        return 200, _json(report), _JSON_HEADERS
+        return _answer(self.connz, query)
+
+    def _subsz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        return _answer(self.subsz, query)
+
+    def _accountz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        return _answer(self.accountz, query)
+
+    def _jsz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        return _answer(self.jsz, query)
 
     def _index(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         links = "\n".join(
             f'\t<a href=.{path}>{title}<span class="endpoint"> {path}</span></a>'
-            for path, title in (("/varz", "General"), ("/connz", "Connections"),
-                                ("/healthz", "Health Probe")))
+            for path, title in (("/varz", "General"), ("/jsz", "JetStream"),
+                                ("/connz", "Connections"), ("/accountz", "Accounts"),
+                                ("/subsz", "Subscriptions"), ("/healthz", "Health Probe")))
         html = (
             '<html lang="en">\n\t<head>\n\t<title>minijs monitoring</title>\n\t</head>\n'
             "\t<body>\n"
@@ -239,47 +278,86 @@ class Monitor:
         })
         return v
 
+    def _now(self) -> tuple[float, float]:
+        clock = getattr(self.server, "clock", None)
+        if clock is not None:
+            return clock.time(), clock.monotonic()
+        return time.time(), time.monotonic()
+
     def connz(self, query: dict[str, str] | None = None) -> dict[str, Any]:
-        """``/connz``: open client connections, with nats-server's paging, sorting and
-        ``subs`` options. minijs keeps no record of closed connections, so ``state=closed``
-        and ``state=all`` are refused rather than answered with an empty list."""
+        """``/connz``: open client connections with nats-server's ``sort``, ``offset``/``limit``,
+        ``subs`` (``1`` or ``detail``), ``auth`` and ``cid`` options.
+
+        minijs keeps no record of closed connections, so ``state=closed`` and ``state=all``
+        are refused (400) rather than answered with a list that would look empty.
+        """
         query = query or {}
         server = self.server
-        clock = getattr(server, "clock", None)
-        now = clock.time() if clock is not None else time.time()
-        mono = clock.monotonic() if clock is not None else time.monotonic()
-        state = query.get("state", "open").lower()
-        if state not in ("open", ""):
+        now, mono = self._now()
+        state = query.get("state", "").lower()
+        if state not in ("", "open", "closed", "all", "any"):
+            raise ValueError(f"Error decoding state for {query['state']}")
+        sort = query.get("sort", "").lower() or "cid"
+        if sort not in _SORTS and sort not in ("stop", "reason"):
+            raise ValueError(f"invalid sorting option: {sort}")
+        if state in ("closed", "all", "any"):
             raise ValueError(f"minijs keeps no closed connections: state={state} is not "
                              "supported")
-        subs = query.get("subs", "").lower()
-        detail = subs == "detail"
-        with_subs = detail or subs in ("1", "true", "t")
-        offset = _int_param(query, "offset", 0)
-        limit = _int_param(query, "limit", 1024) or 1024
-        sort = query.get("sort", "cid").lower() or "cid"
-        if sort not in _SORTS:
-            raise ValueError(f"invalid sorting option: {sort}")
+        if sort in ("stop", "reason"):
+            raise ValueError(f"sort by {sort} only valid on closed connections")
+        subs = query.get("subs", "")
+        detail = subs.lower() == "detail"
+        with_subs = detail or (_bool_param(query, "subs") if subs else False)
+        auth = _bool_param(query, "auth")
+        offset = max(_int_param(query, "offset", 0), 0)
+        limit = _int_param(query, "limit", 0)
+        if limit <= 0:
+            limit = 1024
+        cid_text = query.get("cid", "")
+        if cid_text and not (cid_text.isascii() and cid_text.isdigit()):
+            raise ValueError(f"Error decoding uint64 for 'cid': strconv.ParseUint: parsing "
+                             f"{_go_quote(cid_text)}: invalid syntax")
+        acc = query.get("acc", "")
+        if acc and acc != GLOBAL_ACCOUNT:
+            # nats-server's answer for an account it does not have (empty id, null list)
+            return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
+                    "offset": offset, "limit": limit, "connections": None}
         conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
-        if "cid" in query:
-            cid = _int_param(query, "cid", 0)
+        total = len(conns)
+        if cid_text:
+            # one connection by id: nats-server answers with limit 1, total still all open
+            cid = int(cid_text)
+            limit = 1
             conns = [c for c in conns if c.cid == cid]
-        infos = [self._conn_info(c, now, mono, with_subs, detail) for c in conns]
+        user = query.get("user", "")
+        if user:
+            conns = [c for c in conns if self._authorized_user(c) == user]  # total unchanged
         key, reverse = _SORTS[sort]
-        infos.sort(key=lambda info: (key(info), info["cid"]), reverse=reverse)
-        page = infos[offset:offset + limit]
+        pairs = [(c, self._conn_info(c, now, mono, with_subs, detail, auth)) for c in conns]
+        pairs.sort(key=lambda pair: (key(*pair), pair[1]["cid"]), reverse=reverse)
+        page = [info for _, info in pairs[offset:offset + limit]]
         return {
             "server_id": server.server_id,
             "now": rfc3339(now),
             "num_connections": len(page),
-            "total": len(infos),
+            "total": total,
             "offset": offset,
             "limit": limit,
             "connections": page,
         }
 
+    def _authorized_user(self, conn: Any) -> str:
+        """The user a connection authenticated as: the one configured user, ``[REDACTED]``
+        for token auth (as nats-server shows it), or nothing."""
+        if not getattr(conn, "connected", False):
+            return ""
+        config = self.server.config
+        if getattr(config, "token", None):
+            return "[REDACTED]"
+        return getattr(config, "user", None) or ""
+
     def _conn_info(self, conn: Any, now: float, mono: float, with_subs: bool,
-                   detail: bool) -> dict[str, Any]:
+                   detail: bool, auth: bool = False) -> dict[str, Any]:
         last_in = getattr(conn, "last_in", mono)
         last_activity = now - max(mono - last_in, 0.0)
         info: dict[str, Any] = {
@@ -294,10 +372,13 @@ class Monitor:
         rtt = getattr(conn, "rtt", 0.0)
         if rtt:
             info["rtt"] = go_duration(rtt)
+        pending = getattr(conn, "pending_bytes", None)
+        if not isinstance(pending, int):
+            pending = getattr(conn, "_out_size", 0)
         info.update({
             "uptime": uptime(now - conn.start_time),
             "idle": uptime(now - last_activity),
-            "pending_bytes": getattr(conn, "_out_size", 0),
+            "pending_bytes": pending,
             "in_msgs": conn.in_msgs,
             "out_msgs": conn.out_msgs,
             "in_bytes": conn.in_bytes,
@@ -308,6 +389,10 @@ class Monitor:
             value = getattr(conn, field, "")
             if value:
                 info[field] = value
+        if auth:
+            user = self._authorized_user(conn)
+            if user:
+                info["authorized_user"] = user
         if with_subs and conn.subs:
             subs = sorted(conn.subs.values(), key=lambda sub: _sid_order(sub.sid))
             if detail:
@@ -315,7 +400,208 @@ class Monitor:
             else:
                 info["subscriptions_list"] = [sub.subject.decode(errors="replace")
                                               for sub in subs]
+        if auth:
+            info["name_tag"] = GLOBAL_ACCOUNT
         return info
+
+    # ----------------------------------------------------------------- /subsz
+
+    def subsz(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``/subsz``: the sublist's statistics, and with ``subs=1`` its client subscriptions
+        (``test=<subject>`` keeps those that match a publish subject; ``offset``/``limit``).
+
+        The counters are minijs's own sublist's: it holds the client subscriptions and
+        minijs's internal ones (JetStream API, streams, consumers), not nats-server's
+        ``$SYS`` service imports, so they differ from a nats-server's in value, not in
+        meaning. ``num_matches``/``cache_hit_rate`` count :meth:`Sublist.match` calls (the
+        interest test on a cached subject is not a match, as in Go). Internal subscriptions
+        belong to no client connection (no ``cid``/``sid``), so ``subscriptions_list`` names
+        only client ones.
+        """
+        query = query or {}
+        now, _ = self._now()
+        with_subs = _bool_param(query, "subs")
+        offset = max(_int_param(query, "offset", 0), 0)
+        limit = _int_param(query, "limit", 0)
+        if limit <= 0:
+            limit = 1024
+        test = query.get("test", "")
+        if test and not _valid_literal_subject(test):
+            raise ValueError(f"invalid test subject, must be valid publish subject: {test}")
+        report: dict[str, Any] = {"server_id": self.server.server_id, "now": rfc3339(now)}
+        report.update(self._sublist_stats())
+        listed: list[dict[str, Any]] = []
+        acc = query.get("acc", "")
+        if with_subs and acc in ("", GLOBAL_ACCOUNT):
+            subs = [sub for sub in self.server.sublist.all_subscriptions()
+                    if sub.conn is not None and not sub.closed]
+            if test:
+                from minijs.core.subjects import subject_matches
+
+                literal = test.encode()
+                subs = [sub for sub in subs if subject_matches(sub.subject, literal)]
+            listed = [_sub_detail(sub, sub.conn.cid, account=True) for sub in subs]
+        report.update({"total": len(listed), "offset": offset, "limit": limit})
+        page = listed[offset:offset + limit]
+        if page:
+            report["subscriptions_list"] = page
+        return report
+
+    def _sublist_stats(self) -> dict[str, Any]:
+        sublist = self.server.sublist
+        stats = getattr(sublist, "stats", None)
+        if callable(stats):
+            values = stats()
+        else:  # a sublist without counters: report what its size tells
+            values = {"num_subscriptions": sublist.count, "num_cache": 0, "num_inserts": 0,
+                      "num_removes": 0, "num_matches": 0, "cache_hit_rate": 0,
+                      "max_fanout": 0, "avg_fanout": 0}
+        return {k: _num(v) for k, v in values.items()}
+
+    # ----------------------------------------------------------------- /accountz
+
+    def accountz(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``/accountz``: without accounts configured nats-server has the global account
+        ``$G`` and the system account ``$SYS``; ``acc=NAME`` details one of them.
+
+        minijs has one account and no system services, so ``$SYS`` is reported with no
+        subscriptions, imports or exports; ``$G``'s only import is the JetStream API
+        (``$JS.API.>``), listed when JetStream is enabled, as nats-server lists it.
+        """
+        query = query or {}
+        now, _ = self._now()
+        report: dict[str, Any] = {
+            "server_id": self.server.server_id,
+            "now": rfc3339(now),
+            "system_account": SYSTEM_ACCOUNT,
+        }
+        acc = query.get("acc", "")
+        if not acc:
+            report["accounts"] = [SYSTEM_ACCOUNT, GLOBAL_ACCOUNT]
+            return report
+        if acc not in (SYSTEM_ACCOUNT, GLOBAL_ACCOUNT):
+            raise ValueError(f"Account {acc} does not exist")
+        report["account_detail"] = self._account_detail(acc)
+        return report
+
+    def _account_detail(self, acc: str) -> dict[str, Any]:
+        server = self.server
+        start = server.start_time or self._now()[0]
+        system = acc == SYSTEM_ACCOUNT
+        jetstream = getattr(server, "jetstream", None) is not None
+        detail: dict[str, Any] = {"account_name": acc, "update_time": rfc3339(start)}
+        if system:
+            detail["is_system"] = True
+        detail.update({
+            "expired": False,
+            "complete": True,
+            "jetstream_enabled": jetstream and not system,
+            "leafnode_connections": 0,
+            "client_connections": 0 if system else sum(
+                1 for c in server.connections.values() if not getattr(c, "closed", False)),
+        })
+        if system:
+            zero = {"num_subscriptions": 0, "num_cache": 0, "num_inserts": 0, "num_removes": 0,
+                    "num_matches": 0, "cache_hit_rate": 0, "max_fanout": 0, "avg_fanout": 0}
+            detail["subscriptions"] = 0
+            detail["name_tag"] = acc
+            detail["sublist_stats"] = zero
+            return detail
+        stats = self._sublist_stats()
+        detail["subscriptions"] = stats["num_subscriptions"]
+        if jetstream:
+            detail["imports"] = [{
+                "subject": "$JS.API.>", "account": SYSTEM_ACCOUNT, "to": "$JS.API.>",
+                "local_subject": "$JS.API.>", "type": "service", "invalid": False,
+                "share": True, "tracking": False,
+            }]
+        detail["name_tag"] = acc
+        detail["sublist_stats"] = stats
+        return detail
+
+    # ----------------------------------------------------------------- /jsz
+
+    def jsz(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``/jsz``: JetStream usage, and per account (``accounts``/``acc``) its streams
+        (``streams``), their consumers (``consumers``) and configs (``config``); ``offset``
+        and ``limit`` page the accounts, as nats-server's do."""
+        query = query or {}
+        now, _ = self._now()
+        server = self.server
+        engine = getattr(server, "jetstream", None)
+        consumers = _bool_param(query, "consumers")
+        streams = _bool_param(query, "streams") or consumers
+        accounts = _bool_param(query, "accounts") or streams
+        config = _bool_param(query, "config")
+        acc = query.get("acc", "")
+        offset = max(_int_param(query, "offset", 0), 0)
+        limit = _int_param(query, "limit", 0)
+        if limit <= 0:
+            limit = 1024
+        if engine is None:
+            return {
+                "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
+                "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
+                "server_id": server.server_id, "now": rfc3339(now), "disabled": True,
+                "config": {"max_memory": 0, "max_storage": 0},
+                "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
+            }
+        mem, sto = engine.usage()
+        api = {"level": 5, "total": engine.api_total, "errors": engine.api_errors}
+        all_streams = sorted(engine.streams.values(), key=lambda st: st.name)
+        messages = total_bytes = 0
+        for stream in all_streams:
+            st = stream.store.state()
+            messages += st.msgs
+            total_bytes += st.bytes
+        js_config = dict(self._jetstream() or {}).get("config", {})
+        js_config = dict(js_config)
+        js_config["sync_interval"] = _ns(SYNC_INTERVAL)
+        js_config["strict"] = True
+        report: dict[str, Any] = {
+            "memory": mem, "storage": sto, "reserved_memory": 0, "reserved_storage": 0,
+            "accounts": 1, "ha_assets": 0, "api": api,
+            "server_id": server.server_id, "now": rfc3339(now),
+            "config": js_config,
+            "limits": {"default_max_consumers": 1000},
+            "streams": len(all_streams), "consumers": engine.num_consumers(),
+            "messages": messages, "bytes": total_bytes,
+        }
+        if (accounts or acc) and acc in ("", GLOBAL_ACCOUNT):
+            names = [GLOBAL_ACCOUNT][offset:offset + limit]
+            details = []
+            for name in names:
+                detail: dict[str, Any] = {
+                    "name": name, "id": name, "memory": mem, "storage": sto,
+                    "reserved_memory": _U64_MAX, "reserved_storage": _U64_MAX,
+                    "accounts": 0, "ha_assets": 0,
+                    "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
+                }
+                if streams and all_streams:
+                    detail["stream_detail"] = [self._stream_detail(st, consumers, config)
+                                               for st in all_streams]
+                details.append(detail)
+            if details:
+                report["account_details"] = details
+        report["total"] = 1
+        return report
+
+    def _stream_detail(self, stream: Any, consumers: bool, config: bool) -> dict[str, Any]:
+        info = stream.info_json(dynamic_metadata=False)
+        out: dict[str, Any] = {"name": stream.name, "created": info["created"],
+                               "cluster": {"leader": self.server.server_name}}
+        if config:
+            out["config"] = info["config"]
+        out["state"] = info["state"]
+        if consumers and stream.consumers:
+            details = []
+            for name in sorted(stream.consumers):
+                cinfo = stream.consumers[name].info(dynamic_metadata=False)
+                if not config:
+                    cinfo.pop("config", None)
+                details.append(cinfo)
+            out["consumer_detail"] = details
+        return out
 
     def _jetstream(self) -> dict[str, Any] | None:
         """The ``jetstream`` section, only when an engine is attached (as INFO advertises it).
@@ -373,41 +659,86 @@ def _query(target: str) -> dict[str, str]:
     return dict(parse_qsl(query, keep_blank_values=True))
 
 
+def _answer(report: Any, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+    """200 with the report as JSON, or 400 with the option error as plain text (as Go)."""
+    try:
+        value = report(query)
+    except ValueError as exc:
+        return 400, str(exc).encode(), _TEXT_HEADERS
+    return 200, _json(value), _JSON_HEADERS
+
+
 def _int_param(query: dict[str, str], name: str, default: int) -> int:
+    """An integer option; bad text fails with Go's ``strconv.Atoi`` wording."""
     raw = query.get(name, "")
     if raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"invalid {name} value {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"invalid {name} value {raw!r}")
-    return value
+    text = raw[1:] if raw[:1] in "+-" else raw
+    if not text or not text.isascii() or not text.isdigit():
+        raise ValueError(f"Error decoding int for '{name}': strconv.Atoi: parsing "
+                         f"{_go_quote(raw)}: invalid syntax")
+    return int(raw)
 
 
-#: /connz sort options: key over a connection's report, and whether larger sorts first.
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def _bool_param(query: dict[str, str], name: str) -> bool:
+    """A boolean option as Go's ``strconv.ParseBool`` reads it (absent or empty: false)."""
+    raw = query.get(name, "")
+    if raw == "" or raw in _FALSE:
+        return False
+    if raw in _TRUE:
+        return True
+    raise ValueError(f"Error decoding boolean for '{name}': strconv.ParseBool: parsing "
+                     f"{_go_quote(raw)}: invalid syntax")
+
+
+def _go_quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _valid_literal_subject(subject: str) -> bool:
+    if not subject or any(ch in subject for ch in " \t\r\n"):
+        return False
+    return all(tok and tok not in ("*", ">") for tok in subject.split("."))
+
+
+#: /connz sort options: key over (connection, its report), and whether larger sorts first.
 _SORTS: dict[str, tuple[Any, bool]] = {
-    "cid": (lambda i: i["cid"], False),
-    "start": (lambda i: i["start"], False),
-    "subs": (lambda i: i["subscriptions"], True),
-    "pending": (lambda i: i["pending_bytes"], True),
-    "msgs_to": (lambda i: i["out_msgs"], True),
-    "msgs_from": (lambda i: i["in_msgs"], True),
-    "bytes_to": (lambda i: i["out_bytes"], True),
-    "bytes_from": (lambda i: i["in_bytes"], True),
-    "last": (lambda i: i["last_activity"], True),
-    "idle": (lambda i: i["last_activity"], False),
-    "uptime": (lambda i: i["start"], False),
+    "cid": (lambda c, i: i["cid"], False),
+    "start": (lambda c, i: c.start_time, False),
+    "subs": (lambda c, i: i["subscriptions"], True),
+    "pending": (lambda c, i: i["pending_bytes"], True),
+    "msgs_to": (lambda c, i: i["out_msgs"], True),
+    "msgs_from": (lambda c, i: i["in_msgs"], True),
+    "bytes_to": (lambda c, i: i["out_bytes"], True),
+    "bytes_from": (lambda c, i: i["in_bytes"], True),
+    "last": (lambda c, i: getattr(c, "last_in", 0.0), True),
+    "idle": (lambda c, i: getattr(c, "last_in", 0.0), False),
+    "uptime": (lambda c, i: c.start_time, False),
+    "rtt": (lambda c, i: getattr(c, "rtt", 0.0), True),
 }
+
+GLOBAL_ACCOUNT = "$G"
+SYSTEM_ACCOUNT = "$SYS"
+#: Go's uint64 of -1: what nats-server reports as an account's unlimited reservation.
+_U64_MAX = (1 << 64) - 1
+#: nats-server's default JetStream ``sync_interval`` (2 minutes).
+SYNC_INTERVAL = 120.0
 
 
 def _sid_order(sid: bytes) -> tuple[int, bytes]:
     return (int(sid), b"") if sid.isdigit() else (1 << 62, sid)
 
 
-def _sub_detail(sub: Any, cid: int) -> dict[str, Any]:
-    detail: dict[str, Any] = {"subject": sub.subject.decode(errors="replace")}
+def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
+    detail: dict[str, Any] = {}
+    if account:
+        detail["account"] = GLOBAL_ACCOUNT
+        detail["account_tag"] = GLOBAL_ACCOUNT
+    detail["subject"] = sub.subject.decode(errors="replace")
     if sub.queue:
         detail["qgroup"] = sub.queue.decode(errors="replace")
     detail["sid"] = sub.sid.decode(errors="replace")

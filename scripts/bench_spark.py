@@ -3,13 +3,16 @@
 For each server (both spawned as subprocesses with ``-js``, minijs through its CLI, so neither
 shares a process with Spark), on one ``local[2]`` SparkSession:
 
-- write: ``df.write.format("jetstream")`` of COUNT rows (SIZE-byte payloads), acks awaited;
+- write: ``df.write.format("jetstream")`` of COUNT rows (SIZE-byte payloads) from PARTITIONS
+  tasks, acks awaited;
 - read: ``spark.read.format("jetstream")`` of those COUNT messages (batched DIRECT.GET),
-  forced to materialise every row.
+  forced to materialise every row; the planner splits it into ranges of at most
+  ``maxRecordsPerPartition`` (50,000) sequences, so 1M messages are 20 tasks.
 
-A small warm-up read and write run first, so Python worker start-up is not measured.
+A small warm-up read and write run first, so Python worker start-up is not measured. The
+default, 1M messages each way, takes a few minutes per server on two cores.
 
-    python scripts/bench_spark.py [--count 200000] [--size 100] [--partitions 2]
+    python scripts/bench_spark.py [--count 1000000] [--size 100] [--partitions 2]
 """
 
 from __future__ import annotations
@@ -97,7 +100,8 @@ def write_rows(spark: Any, url: str, stream: str, count: int, size: int, parts: 
     return time.perf_counter() - start
 
 
-def read_rows(spark: Any, url: str, stream: str, parts: int) -> tuple[float, int]:
+def read_rows(spark: Any, url: str, stream: str, parts: int) -> tuple[float, int, int]:
+    """Seconds, rows read, and read tasks (partitions) planned."""
     df = (
         spark.read.format("jetstream")
         .option("servers", url)
@@ -107,7 +111,8 @@ def read_rows(spark: Any, url: str, stream: str, parts: int) -> tuple[float, int
     )
     start = time.perf_counter()
     row = df.selectExpr("count(*) AS n", "sum(length(data)) AS b", "max(time) AS t").collect()[0]
-    return time.perf_counter() - start, int(row.n)
+    secs = time.perf_counter() - start
+    return secs, int(row.n), df.rdd.getNumPartitions()
 
 
 def bench(spark: Any, target: str, cmd: list[str], args: argparse.Namespace) -> dict[str, float]:
@@ -123,10 +128,12 @@ def bench(spark: Any, target: str, cmd: list[str], args: argparse.Namespace) -> 
         stored = stream_messages(url, "BENCH")
         if stored != args.count:
             raise SystemExit(f"{target}: stream holds {stored} messages, expected {args.count}")
-        rsecs, n = read_rows(spark, url, "BENCH", args.partitions)
+        print(f"{target}: wrote {args.count:,} rows in {wsecs:.1f}s", flush=True)
+        rsecs, n, tasks = read_rows(spark, url, "BENCH", args.partitions)
         if n != args.count:
             raise SystemExit(f"{target}: read {n} rows, expected {args.count}")
-        return {"write": args.count / wsecs, "read": args.count / rsecs}
+        print(f"{target}: read {n:,} rows in {rsecs:.1f}s ({tasks} read tasks)", flush=True)
+        return {"write": args.count / wsecs, "read": args.count / rsecs, "tasks": tasks}
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -135,7 +142,7 @@ def bench(spark: Any, target: str, cmd: list[str], args: argparse.Namespace) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=200_000, help="rows written, then read")
+    parser.add_argument("--count", type=int, default=1_000_000, help="rows written, then read")
     parser.add_argument("--size", type=int, default=100, help="payload bytes per row")
     parser.add_argument("--partitions", type=int, default=2, help="Spark partitions (tasks)")
     args = parser.parse_args()
@@ -150,6 +157,7 @@ def main() -> None:
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()
@@ -163,8 +171,9 @@ def main() -> None:
     }
     spark.stop()
 
-    print(f"\nSpark jetstream data source, {args.count} rows of {args.size} B, "
-          f"{args.partitions} partitions, local[2], {os.cpu_count()} CPUs")
+    print(f"\nSpark jetstream data source, {args.count:,} rows of {args.size} B, "
+          f"{args.partitions} write tasks, {results['minijs']['tasks']} read tasks, local[2], "
+          f"{os.cpu_count()} CPUs")
     print(f"{'':14}{'minijs':>14}{'nats-server':>14}{'ratio':>8}")
     for what in ("write", "read"):
         m, n = results["minijs"][what], results["nats-server"][what]

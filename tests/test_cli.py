@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import signal
 import socket
@@ -432,14 +433,18 @@ def test_dockerfile_shape():
     instructions = dockerfile_instructions()
     keywords = [k for k, _ in instructions]
     args = dict(instructions)
-    assert args["FROM"] == "python:3.11-slim"
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-\w+(@sha256:[0-9a-f]{64})?", args["FROM"])
     assert any(k == "RUN" and "pip install" in a for k, a in instructions)
     assert args["USER"] not in ("root", "0")
     assert args["VOLUME"] == "/data"
     assert args["EXPOSE"].split() == ["4222", "8222"]
     assert keywords.index("USER") < keywords.index("ENTRYPOINT")
     command = exec_form(args["ENTRYPOINT"]) + exec_form(args["CMD"])
-    assert command == ["minijs", "-js", "-a", "0.0.0.0", "-sd", "/data", "-m", "8222"]
+    assert command == ["minijs", "--ports_file_dir", "/tmp/minijs",
+                       "-js", "-a", "0.0.0.0", "-sd", "/data", "-m", "8222"]
+    assert any(k == "COPY" and "docker/constraints.txt" in a for k, a in instructions)
+    assert any(k == "RUN" and "pip install -c" in a and "constraints.txt" in a
+               for k, a in instructions)
     dockerignore = (ROOT / ".dockerignore").read_text().split()
     assert ".git" in dockerignore and "minijs" not in dockerignore
 
@@ -462,23 +467,28 @@ def test_docker_entrypoint_and_healthcheck_run_as_written(tmp_path):
     argv = minijs_command() + command[1:]  # the console script pip installs in the image
     argv[argv.index("-m") + 1] = str(mport)
     argv[argv.index("-sd") + 1] = str(data)
+    ports_dir = tmp_path / "ports"
+    ports_dir.mkdir()
+    argv[argv.index("--ports_file_dir") + 1] = str(ports_dir)
     argv += ["-p", str(port)]  # the image uses the default 4222; here a free port
 
-    health_argv = [a.replace("127.0.0.1:8222", f"127.0.0.1:{mport}") for a in health_argv]
     assert health_argv[0] == "python"
     health_argv[0] = sys.executable  # the image's "python" is the one minijs runs on
+    health_env = dict(os.environ, MINIJS_PORTS_DIR=str(ports_dir))  # the image's ENV
 
     srv = Spawned(argv, cwd=str(data)).wait_ready()
     try:
         assert srv.logged_port("Listening for client connections on") == port
         assert any(line.endswith(f"Listening for client connections on 0.0.0.0:{port}")
                    for line in srv.lines)
-        check = subprocess.run(health_argv, capture_output=True, text=True, timeout=10)
+        check = subprocess.run(health_argv, capture_output=True, text=True, timeout=10,
+                               env=health_env)
         assert check.returncode == 0, check.stderr
         code, lines = srv.stop()  # what `docker stop` sends
     finally:
         srv.kill()
     assert code == 0 and lines[-1].endswith("Server Exiting..")
     # and the health check fails once the server is gone
-    check = subprocess.run(health_argv, capture_output=True, text=True, timeout=10)
+    check = subprocess.run(health_argv, capture_output=True, text=True, timeout=10,
+                           env=health_env)
     assert check.returncode != 0

@@ -56,7 +56,7 @@ async def test_healthz_is_exactly_nats_servers(server: Server):
 
 
 async def test_unknown_path_is_404_like_go(server: Server):
-    for path in ("/nope", "/varz/", "/subsz"):
+    for path in ("/nope", "/varz/", "/routez"):
         status, headers, body = await http(server.monitor.port, path)
         assert status == 404
         assert body == b"404 page not found\n"
@@ -66,7 +66,8 @@ async def test_unknown_path_is_404_like_go(server: Server):
 async def test_index_is_html_linking_the_endpoints(server: Server):
     status, headers, body = await http(server.monitor.port, "/")
     assert status == 200 and headers["content-type"] == "text/html; charset=utf-8"
-    assert b"./varz" in body and b"./connz" in body and b"./healthz" in body
+    for path in (b"./varz", b"./jsz", b"./connz", b"./accountz", b"./subsz", b"./healthz"):
+        assert path in body
 
 
 async def test_head_has_headers_only(server: Server):
@@ -159,6 +160,9 @@ async def test_connz_lists_open_clients(server: Server):
     assert c["connections"][0]["cid"] == first["cid"]
     for bad in ("/connz?state=closed", "/connz?sort=nope", "/connz?limit=x"):
         assert (await http(server.monitor.port, bad))[0] == 400, bad
+    c = json.loads((await http(server.monitor.port, "/connz?sort=subs&auth=1"))[2])
+    assert c["connections"][0]["cid"] == first["cid"]
+    assert all(x["name_tag"] == "$G" for x in c["connections"])
     await nc.close()
     await nc2.close()
 
@@ -364,3 +368,73 @@ async def test_connz_matches_the_real_server_shape():
             assert strip(mine[key]) == strip(theirs[key])
         else:
             assert mine[key] == theirs[key], key
+
+
+# ----------------------------------------------------------------------------- subsz, jsz
+
+
+def test_sublist_counters_are_the_sublists_own():
+    from minijs.core.sublist import Sublist, Subscription
+
+    sl = Sublist()
+    a, b = Subscription(b"a.*", b"1"), Subscription(b"a.b", b"2")
+    q = Subscription(b"a.b", b"3", b"g")
+    for sub in (a, b, q):
+        sl.insert(sub)
+    assert sl.stats()["num_matches"] == 0 and sl.stats()["cache_hit_rate"] == 0
+    sl.match(b"a.b")  # miss, cached: a.*, a.b plain + one queue group = fan-out 3
+    sl.match(b"a.b")  # hit
+    sl.match(b"a.c")  # miss: fan-out 1
+    sl.remove(b)
+    stats = sl.stats()
+    assert stats == {"num_subscriptions": 2, "num_cache": 1, "num_inserts": 3, "num_removes": 1,
+                     "num_matches": 3, "cache_hit_rate": 1 / 3, "max_fanout": 1,
+                     "avg_fanout": 1.0}
+
+
+async def test_subsz_and_accountz(server: Server):
+    nc = await nats.connect(server.client_url)
+    await nc.subscribe("foo.*", queue="q")
+    await nc.subscribe("bar")
+    await nc.publish("foo.x", b"x")
+    await nc.flush()
+    s = json.loads((await http(server.monitor.port, "/subsz"))[2])
+    assert s["num_subscriptions"] == server.sublist.count >= 2
+    assert s["num_inserts"] >= 2 and s["num_matches"] >= 1
+    assert isinstance(s["avg_fanout"], (int, float)) and "subscriptions_list" not in s
+    raw = (await http(server.monitor.port, "/subsz?subs=1&test=foo.x"))[2]
+    s = json.loads(raw)
+    assert s["total"] == 1 and s["subscriptions_list"][0]["qgroup"] == "q"
+    assert s["subscriptions_list"][0]["msgs"] == 1
+    status, headers, body = await http(server.monitor.port, "/subsz?test=foo.>")
+    assert (status, body) == (400, b"invalid test subject, must be valid publish subject: foo.>")
+    a = json.loads((await http(server.monitor.port, "/accountz"))[2])
+    assert a["accounts"] == ["$SYS", "$G"]
+    a = json.loads((await http(server.monitor.port, "/accountz?acc=%24G"))[2])
+    detail = a["account_detail"]
+    assert detail["client_connections"] == 1 and "imports" not in detail  # no JetStream
+    assert (await http(server.monitor.port, "/accountz?acc=X"))[0] == 400
+    await nc.close()
+
+
+async def test_jsz_with_and_without_jetstream(tmp_path):
+    async with Server(port=0, http_port=RANDOM_PORT) as plain:
+        j = json.loads((await http(plain.monitor.port, "/jsz"))[2])
+        assert j["disabled"] is True and j["total"] == 0
+    async with Server(port=0, http_port=RANDOM_PORT, jetstream=True,
+                      store_dir=str(tmp_path)) as srv:
+        nc = await nats.connect(srv.client_url)
+        js = nc.jetstream()
+        await js.add_stream(name="B", subjects=["b"])
+        await js.add_stream(name="A", subjects=["a"], storage="memory")
+        await js.publish("a", b"12345")
+        await js.add_consumer("A", durable_name="D")
+        j = json.loads((await http(srv.monitor.port, "/jsz?consumers=1"))[2])
+        assert (j["streams"], j["consumers"], j["messages"]) == (2, 1, 1)
+        assert j["memory"] > 0 and j["storage"] == 0
+        a, b = j["account_details"][0]["stream_detail"]
+        assert (a["name"], b["name"]) == ("A", "B") and "config" not in a
+        assert a["consumer_detail"][0]["name"] == "D" and "config" not in a["consumer_detail"][0]
+        status, _, body = await http(srv.monitor.port, "/jsz?limit=x")
+        assert status == 400 and body.startswith(b"Error decoding int for 'limit'")
+        await nc.close()

@@ -76,6 +76,12 @@ class Sublist:
         self._root = _Node()
         self._cache: dict[bytes, MatchResult] = {}
         self.count = 0
+        #: Counters /subsz reports (nats-server's SublistStats): each costs one integer add on
+        #: a path that already does far more work (insert, remove, a cache lookup).
+        self.inserts = 0
+        self.removes = 0
+        self.cache_hits = 0
+        self.cache_misses = 0
         #: Nodes holding a ``tail`` memo; every insert and remove clears them.
         self._memos: list[_Node] = []
 
@@ -100,6 +106,7 @@ class Sublist:
         else:
             node.groups.setdefault(sub.queue, []).append(sub)
         self.count += 1
+        self.inserts += 1
         if self._memos:
             self._drop_memos()
         self._invalidate(sub.subject)
@@ -131,6 +138,7 @@ class Sublist:
             if not members:
                 del node.groups[sub.queue]
         self.count -= 1
+        self.removes += 1
         if self._memos:
             self._drop_memos()
         # Prune empty branches so the trie does not grow with churned inbox subjects.
@@ -166,7 +174,9 @@ class Sublist:
         """Every subscription whose subject matches ``subject`` (its tokens taken literally)."""
         cached = self._cache.get(subject)
         if cached is not None:
+            self.cache_hits += 1
             return cached
+        self.cache_misses += 1
         tokens = subject.split(b".")
         n = len(tokens)
         # A subject that leaves the tree below a path of literal tokens with no '*' branch
@@ -220,6 +230,28 @@ class Sublist:
             if node is None:
                 return
             i += 1
+
+    def stats(self) -> dict[str, int | float]:
+        """nats-server's ``SublistStats``: counts, cache use and fan-out over cached results
+        (a queue group counts as one, as ``len(psubs) + len(qsubs)`` does in Go)."""
+        matches = self.cache_hits + self.cache_misses
+        cache = self._cache
+        total = max_fanout = 0
+        for result in cache.values():
+            fanout = len(result.plain) + len(result.groups)
+            total += fanout
+            if fanout > max_fanout:
+                max_fanout = fanout
+        return {
+            "num_subscriptions": self.count,
+            "num_cache": len(cache),
+            "num_inserts": self.inserts,
+            "num_removes": self.removes,
+            "num_matches": matches,
+            "cache_hit_rate": self.cache_hits / matches if matches else 0,
+            "max_fanout": max_fanout,
+            "avg_fanout": total / len(cache) if cache else 0,
+        }
 
     def has_interest(self, subject: bytes) -> bool:
         result = self._cache.get(subject)

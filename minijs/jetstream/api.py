@@ -5,7 +5,8 @@ handler (an exact token count, as nats-server's per-endpoint subscriptions do: a
 names no endpoint gets no reply at all). Each handler returns the reply fields or raises
 :class:`~minijs.jetstream.errors.ApiError`; the dispatcher wraps them in the
 ``{"type": "io.nats.jetstream.api.v1.<x>_response", ...}`` envelope, counts ``api.total`` /
-``api.errors`` and publishes the reply.
+``api.errors`` and publishes the reply. (The few errors nats-server sends as successes, not
+counted in ``api.errors``, are returned as an ``error`` field instead of raised.)
 
 ``DIRECT.GET`` and ``CONSUMER.MSG.NEXT`` answer with raw messages or status headers instead of
 JSON; when nothing serves them the requester gets the core 503, as from nats-server where
@@ -13,6 +14,7 @@ those subjects are served by per-stream/per-consumer subscriptions.
 """
 from __future__ import annotations
 
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -41,6 +43,10 @@ _INFO_REQUEST = {"deleted_details": J.BOOL, "subjects_filter": J.STRING, "offset
 _PURGE_REQUEST = {"filter": J.STRING, "seq": J.UINT64, "keep": J.UINT64}
 _NAMES_REQUEST = {"offset": J.INT, "subject": J.STRING}
 _MSG_DELETE_REQUEST = {"seq": J.UINT64, "no_erase": J.BOOL}
+_SNAPSHOT_REQUEST = {"deliver_subject": J.STRING, "no_consumers": J.BOOL, "chunk_size": J.INT,
+                     "window_size": J.INT, "jsck": J.BOOL}
+_RESTORE_REQUEST = J.Struct("JSApiStreamRestoreRequest",
+                            {"config": C.STREAM_CONFIG_TYPE, "state": C.STREAM_STATE_TYPE})
 
 #: Endpoints that exist only in a cluster: a single server answers 503/10010.
 _CLUSTER_ONLY = {
@@ -55,15 +61,28 @@ class Reply(dict):
     """Reply fields (in emission order) of a successful request."""
 
 
-def _has_body(payload: bytes) -> bool:
-    """Optional request bodies are only parsed when they start with ``{`` or ``[``."""
-    s = payload.lstrip()
-    return bool(s) and s[:1] in (b"{", b"[")
+_API_LEVEL_KEY = H.REQUIRED_API_LEVEL.encode()
+_ATOI = re.compile(rb"[+-]?[0-9]+")
 
 
-def _is_empty(payload: bytes) -> bool:
-    s = payload.strip()
-    return not s or s == b"{}"
+def _slice_header(hdr: bytes, key: bytes) -> bytes | None:
+    """Go ``sliceHeader``: the value of the first ``\r\n<key>:`` line (exact case), leading
+    spaces skipped, everything else up to the CRLF kept; None when absent."""
+    i = hdr.find(b"\r\n" + key + b":")
+    if i < 0:
+        return None
+    start = i + 2 + len(key) + 1
+    while start < len(hdr) and hdr[start] == 0x20:
+        start += 1
+    end = hdr.find(b"\r\n", start)
+    return hdr[start:end if end >= 0 else len(hdr)]
+
+
+def _uncounted(err: E.ApiError) -> dict:
+    """Reply fields for an error nats-server sends through its success path
+    (``sendAPIResponse`` with ``resp.Error`` set): the requester sees the error, but it counts
+    as a request only, not in ``api.errors``."""
+    return {"error": err.to_json()}
 
 
 class JetStreamApi:
@@ -100,9 +119,12 @@ class JetStreamApi:
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
         try:
-            if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
-                self._check_api_level(hdr)
-            fields = handler(payload, *args)
+            if kind == "json":
+                if hdr and _API_LEVEL_KEY in hdr:
+                    self._check_api_level(hdr)
+                fields = handler(payload, *args)
+            else:  # "json_hdr": the handler checks the API level itself, where nats-server does
+                fields = handler(payload, hdr, *args)
             body = {"type": TYPE_PREFIX + rtype}
             body.update(fields)
         except Exception as exc:
@@ -124,15 +146,17 @@ class JetStreamApi:
             self.audit(subject, payload, data, origin)
 
     @staticmethod
-    def _check_api_level(hdr: bytes) -> None:
-        value = H.parse(hdr).get(H.REQUIRED_API_LEVEL)
-        if value is None:
+    def _check_api_level(hdr: bytes | None) -> None:
+        """nats-server's ``errorOnRequiredApiLevel``: the raw header value (leading spaces
+        skipped, trailing ones kept) must be empty or a Go ``strconv.Atoi`` integer (ASCII
+        digits, optional sign, int64 range) not above our level."""
+        value = _slice_header(hdr, _API_LEVEL_KEY) if hdr else None
+        if not value:
             return
-        try:
-            level = int(value)
-        except ValueError:
-            raise E.required_api_level() from None
-        if level > API_LEVEL:
+        if not _ATOI.fullmatch(value):
+            raise E.required_api_level()
+        level = int(value)
+        if not -(1 << 63) <= level < (1 << 63) or level > API_LEVEL:
             raise E.required_api_level()
 
     def _route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
@@ -159,7 +183,8 @@ class JetStreamApi:
                 if op == "RESTORE":
                     return "json", "stream_restore_response", self.stream_restore, (name,)
                 if op == "CANCEL_MOVE":
-                    return "json", _CLUSTER_ONLY[("STREAM", "CANCEL_MOVE")], self.cluster_only, ()
+                    rtype = _CLUSTER_ONLY[("STREAM", "CANCEL_MOVE")]
+                    return "json_hdr", rtype, self.cluster_only, ()
             if n == 2 and op == "NAMES":
                 return "json", "stream_names_response", self.stream_names, ()
             if n == 2 and op == "LIST":
@@ -172,7 +197,7 @@ class JetStreamApi:
             if n == 4:
                 rtype = _CLUSTER_ONLY.get(("STREAM", op, t[2]))
                 if rtype:
-                    return "json", rtype, self.cluster_only, ()
+                    return "json_hdr", rtype, self.cluster_only, ()
             return None
         if head == "DIRECT" and n >= 3 and t[1] == "GET":
             suffix = ".".join(t[3:]) if n > 3 else None
@@ -190,7 +215,8 @@ class JetStreamApi:
     def account_info(self, payload: bytes) -> dict:
         return self.js.account_info()
 
-    def cluster_only(self, payload: bytes) -> dict:
+    def cluster_only(self, payload: bytes, hdr: bytes | None) -> dict:
+        """A single server refuses these before it would look at the API level header."""
         raise E.cluster_required()
 
     # ------------------------------------------------------------------ streams
@@ -214,15 +240,19 @@ class JetStreamApi:
         cfg, pedantic = C.parse_stream_config(payload)
         if cfg.name != name:
             raise E.stream_mismatch()
+        # Options minijs does not implement are refused last, where nats-server would
+        # succeed; the server's resource limits come after the existing-name check.
         cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic,
-                                     lookup=self.js.lookup_config)
+                                     lookup=self.js.lookup_config, unsupported=False)
         existing = self.js.lookup(name)
         if existing is not None:
             if not C.same_config(cfg, existing.config):
                 raise E.stream_name_exist()
             stream = existing
         else:
+            self.js.check_stream_resources(cfg)
             self._check_overlap(cfg)
+            C.check_unsupported(cfg, self.js.lookup_config)
             stream = self.js.create_stream(cfg)
             self.js.advisories.stream_action(stream.name, "create")
         info = stream.info_json(cluster=False)
@@ -232,32 +262,35 @@ class JetStreamApi:
     def stream_update(self, payload: bytes, name: str) -> dict:
         cfg, pedantic = C.parse_stream_config(payload)
         cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic,
-                                     lookup=self.js.lookup_config)
+                                     lookup=self.js.lookup_config, unsupported=False)
         if cfg.name != name:
             raise E.stream_mismatch()
         stream = self._stream(name)
-        cfg = C.check_update(stream.config, cfg, pedantic=pedantic, lookup=self.js.lookup_config)
-        if cfg.retention != "limits" and self.js.replicator.followed(name):
-            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
+        cfg = C.check_update(stream.config, cfg, pedantic=pedantic, lookup=self.js.lookup_config,
+                             unsupported=False)
+        self.js.check_stream_resources(cfg, old=stream.config)
         C.check_consumer_limits(stream.config, cfg, [
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
+        C.check_unsupported(cfg, self.js.lookup_config)
+        if cfg.retention != "limits" and self.js.replicator.followed(name):
+            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         self.js.update_stream(stream, cfg)
         self.js.advisories.stream_action(stream.name, "modify")
         return stream.info_json(cluster=False)
 
     def stream_info(self, payload: bytes, name: str) -> dict:
         req: dict = {}
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _INFO_REQUEST, "JSApiStreamInfoRequest")
         stream = self._stream(name)
         total = offset = limit = 0
         filt = req.get("subjects_filter") or None
         window = None
         if filt:
-            offset = max(0, req.get("offset", 0))
             subjects = stream.store.subject_state(filt)
-            if subjects:
+            if subjects:  # paging fields (the offset too) only when some subject matched
+                offset = max(0, req.get("offset", 0))
                 total = len(subjects)
                 limit = SUBJECTS_LIMIT
                 window = (offset, limit)
@@ -268,7 +301,7 @@ class JetStreamApi:
         return out
 
     def stream_delete(self, payload: bytes, name: str) -> dict:
-        if not _is_empty(payload):
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
         stream = self._stream(name)
         self.js.delete_stream(stream)
@@ -277,43 +310,40 @@ class JetStreamApi:
 
     def stream_purge(self, payload: bytes, name: str) -> dict:
         req: dict = {}
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PURGE_REQUEST, "JSApiStreamPurgeRequest")
+        seq, keep = req.get("seq", 0), req.get("keep", 0)
+        if seq > 0 and keep > 0:  # refused before the stream lookup
+            raise E.bad_request()
         stream = self._stream(name)
         if stream.config.sealed:
             raise E.stream_sealed()
         if stream.config.deny_purge:
             raise E.purge_not_permitted()
-        seq, keep = req.get("seq", 0), req.get("keep", 0)
-        if seq > 0 and keep > 0:
-            raise E.bad_request()
         purged = stream.purge(req.get("filter") or None, seq, keep)
         return {"success": True, "purged": purged}
 
-    def _names_request(self, payload: bytes) -> dict:
-        if _has_body(payload):
-            return J.decode_strict(payload, _NAMES_REQUEST, "JSApiStreamNamesRequest")
-        return {}
-
-    def _matching_streams(self, req: dict) -> list["Stream"]:
+    def _matching_streams(self, payload: bytes, struct_name: str) -> tuple[list["Stream"], int]:
+        """The sorted streams a NAMES/LIST body selects and the page offset: a body is decoded
+        only when it is a JSON object or array; a negative offset counts as 0 and one past the
+        end is clamped to the total (nats-server echoes the clamped value)."""
+        req: dict = {}
+        if J.is_object_or_array(payload):
+            req = J.decode_strict(payload, _NAMES_REQUEST, struct_name)
         filt = req.get("subject") or ""
         streams = sorted(self.js.streams.values(), key=lambda s: s.name)
         if filt:
             streams = [s for s in streams if s.subjects_overlap(filt)]
-        return streams
+        return streams, min(max(0, req.get("offset", 0)), len(streams))
 
     def stream_names(self, payload: bytes) -> dict:
-        req = self._names_request(payload)
-        streams = self._matching_streams(req)
-        offset = max(0, req.get("offset", 0))
+        streams, offset = self._matching_streams(payload, "JSApiStreamNamesRequest")
         page = [s.name for s in streams[offset:offset + NAMES_LIMIT]]
         return {"total": len(streams), "offset": offset, "limit": NAMES_LIMIT,
                 "streams": page or None}
 
     def stream_list(self, payload: bytes) -> dict:
-        req = self._names_request(payload)
-        streams = self._matching_streams(req)
-        offset = max(0, req.get("offset", 0))
+        streams, offset = self._matching_streams(payload, "JSApiStreamListRequest")
         page = [s.info_json(dynamic_metadata=False, cluster=False)
                 for s in streams[offset:offset + LIST_LIMIT]]
         return {"total": len(streams), "offset": offset, "limit": LIST_LIMIT, "streams": page}
@@ -326,34 +356,55 @@ class JetStreamApi:
         return msgget.msg_get(stream.store, req)
 
     def msg_delete(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        # The body is checked before the stream lookup: ``{}`` is 10003, a whitespace-only
+        # body decodes to nothing (seq 0).
+        if J.is_empty_request(payload):
             raise E.bad_request()
-        stream = self._stream(name)
         req = J.decode_strict(payload, _MSG_DELETE_REQUEST, "JSApiMsgDeleteRequest")
+        stream = self._stream(name)
         if stream.config.sealed:
             raise E.stream_sealed()
         if stream.config.deny_delete:
             raise E.message_delete_not_permitted()
         seq = req.get("seq", 0)
+        # The store's own refusals travel nats-server's success path: an error reply that
+        # api.errors does not count.
         if stream.config.storage == "file":
             # The file store reports these itself, wrapped as 500/10057 (observed on 2.15.1).
             if seq == 0:
-                raise E.stream_msg_delete_failed("no message found")
+                return _uncounted(E.stream_msg_delete_failed("no message found"))
             if seq > stream.store.last_seq:
-                raise E.stream_msg_delete_failed("stream store EOF")
+                return _uncounted(E.stream_msg_delete_failed("stream store EOF"))
         if not stream.remove_msg(seq, not req.get("no_erase", False)):
-            raise E.sequence_not_found(seq)
+            return _uncounted(E.sequence_not_found(seq))
         return {"success": True}
 
     def stream_snapshot(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        """Refused after nats-server's checks, in its order: empty body, stream, body,
+        deliver subject."""
+        if J.is_empty_request(payload):
             raise E.bad_request()
         self._stream(name)
+        req = J.decode_strict(payload, _SNAPSHOT_REQUEST, "JSApiStreamSnapshotRequest")
+        if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
+            raise E.snapshot_deliver_subject_invalid()
         raise E.stream_snapshot("minijs does not support stream snapshots")
 
     def stream_restore(self, payload: bytes, name: str) -> dict:
-        if not payload.strip():
+        """Refused after nats-server's checks, in its order: empty body, body, name (an
+        omitted one is the subject's), path separators, the config, an existing stream."""
+        if J.is_empty_request(payload):
             raise E.bad_request()
+        req = J.decode_strict(payload, _RESTORE_REQUEST)
+        cfg = C.stream_config_from_dict(req.get("config") or {})
+        if not cfg.name:
+            cfg.name = name
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        if "/" in name or "\\" in name:
+            raise E.stream_name_contains_path_separators()
+        cfg = C.check_restore_config(cfg)
+        self.js.check_stream_resources(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
         raise E.stream_restore("minijs does not support stream restore")
@@ -455,8 +506,9 @@ _ERROR_EXTRAS: dict[str, dict] = {
     "stream_info_response": {"total": 0, "offset": 0, "limit": 0},
     "stream_purge_response": {"purged": 0},
     "stream_names_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
-    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": None},
+    "stream_list_response": {"total": 0, "offset": 0, "limit": 0, "streams": []},
     "consumer_names_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_list_response": {"total": 0, "offset": 0, "limit": 0, "consumers": []},
     "consumer_pause_response": {"paused": False, "pause_until": "0001-01-01T00:00:00Z"},
+    "stream_restore_response": {"deliver_subject": ""},
 }

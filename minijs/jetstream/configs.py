@@ -10,19 +10,23 @@ How the API layer is expected to use this module::
     # STREAM.CREATE.<S>
     cfg, pedantic = parse_stream_config(body)              # 400/10025
     if cfg.name != S: raise errors.stream_mismatch()      # 400/10056
-    cfg = validate_and_default(cfg, create=True, pedantic=pedantic)
+    cfg = validate_and_default(cfg, create=True, pedantic=pedantic, unsupported=False)
     #   → 10128 path separators, sealed / mirror_direct on create, all 10052 validation,
-    #     10074 replicas > 1, unsupported options; sets metadata "_nats.req.level"
+    #     10074 replicas > 1; sets metadata "_nats.req.level"
     if S exists: same_config(cfg, existing.config) ? return existing : raise stream_name_exist()
+    # then the server's resource limits (10028/10047), subject overlap (10065), and last
+    check_unsupported(cfg)  # what nats-server would accept but minijs does not implement
 
     # STREAM.UPDATE.<S>
     cfg, pedantic = parse_stream_config(body)
-    cfg = validate_and_default(cfg, create=False, pedantic=pedantic)   # validation first!
+    cfg = validate_and_default(cfg, create=False, pedantic=pedantic,   # validation first!
+                               unsupported=False)
     if cfg.name != S: raise errors.stream_mismatch()
     old = lookup(S) or raise errors.stream_not_found()
-    cfg = check_update(old, cfg, pedantic=pedantic)       # immutables, 10074, sealing
+    cfg = check_update(old, cfg, pedantic=pedantic, unsupported=False)  # immutables, sealing
+    # resource limits (10028/10047)
     check_consumer_limits(old, cfg, consumers)            # 500/10069
-    # then subject overlap with other streams → 10065
+    # then subject overlap with other streams → 10065, and last check_unsupported(cfg)
 
 Config values: durations and ``first_seq`` are ints (ns), enums are their JSON strings
 (``retention`` ``"limits"|"interest"|"workqueue"``, ``discard`` ``"old"|"new"``, ``storage``
@@ -63,6 +67,9 @@ __all__ = [
     "parse_stream_config",
     "stream_config_from_dict",
     "validate_and_default",
+    "check_restore_config",
+    "is_valid_publish_subject",
+    "STREAM_STATE_TYPE",
     "check_unsupported",
     "required_api_level",
     "set_static_metadata",
@@ -211,6 +218,26 @@ _STREAM_CONFIG_FIELDS: dict[str, J.T] = {
 
 STREAM_CONFIG_TYPE = J.Struct("StreamConfig", _STREAM_CONFIG_FIELDS)
 """``server.StreamConfig`` (e.g. the ``config`` of a restore request)."""
+
+LOST_STREAM_DATA_TYPE = J.Struct("LostStreamData", {"msgs": J.Slice(J.UINT64), "bytes": J.UINT64})
+STREAM_STATE_TYPE = J.Struct(
+    "StreamState",
+    {
+        "messages": J.UINT64,
+        "bytes": J.UINT64,
+        "first_seq": J.UINT64,
+        "first_ts": J.TIME,
+        "last_seq": J.UINT64,
+        "last_ts": J.TIME,
+        "num_subjects": J.INT,
+        "subjects": J.Map(J.UINT64),
+        "num_deleted": J.INT,
+        "deleted": J.Slice(J.UINT64),
+        "lost": J.Ptr(LOST_STREAM_DATA_TYPE),
+        "consumer_count": J.INT,
+    },
+)
+"""``server.StreamState`` (the ``state`` of a restore request)."""
 
 STREAM_CONFIG_REQUEST_TYPE = J.Struct(
     "StreamConfigRequest", {**_STREAM_CONFIG_FIELDS, "pedantic": J.BOOL}
@@ -426,6 +453,11 @@ def _is_literal(s: str) -> bool:
 
 def _valid_publish_subject(s: str) -> bool:
     return _valid_subject(s) and _is_literal(s)
+
+
+def is_valid_publish_subject(s: str) -> bool:
+    """Go ``IsValidPublishSubject``: a valid subject without wildcard tokens."""
+    return _valid_publish_subject(s)
 
 
 # ---- subject mapping destinations (server/subject_transform.go, sublist.go ValidateMapping) ----
@@ -1015,7 +1047,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
 
 
 def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False,
-                         lookup: StreamLookup | None = None) -> StreamConfig:
+                         lookup: StreamLookup | None = None,
+                         unsupported: bool = True) -> StreamConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
     Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
@@ -1044,8 +1077,16 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
     out = _check_stream_cfg(cfg, pedantic, lookup)
     if create and out.num_replicas > 1:
         raise E.stream_replicas_not_supported()
-    check_unsupported(out, lookup)
+    if unsupported:
+        check_unsupported(out, lookup)
     return set_static_metadata(out)
+
+
+def check_restore_config(cfg: StreamConfig) -> StreamConfig:
+    """The config checks of a STREAM.RESTORE request (``checkStreamCfg`` without pedantic
+    mode): none of the create-only checks (a restored stream may be sealed), no unsupported
+    option check (minijs refuses every restore after these checks anyway)."""
+    return _check_stream_cfg(cfg, False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1077,7 +1118,8 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
 
 
 def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False,
-                 lookup: StreamLookup | None = None) -> StreamConfig:
+                 lookup: StreamLookup | None = None,
+                 unsupported: bool = True) -> StreamConfig:
     """Apply ``configUpdateCheck`` to an update of ``old`` to ``new`` (a config that already went
     through :func:`validate_and_default` with ``create=False``) and return the config to store.
 
@@ -1128,7 +1170,12 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
         cfg.discard = "new"
         cfg.deny_delete, cfg.deny_purge = True, True
         cfg.allow_rollup_hdrs = False
-    check_unsupported(cfg, lookup)
+    if unsupported:
+        check_unsupported(cfg, lookup)
+    if cfg.republish is not None and not cfg.republish["dest"]:
+        # Applying the update (not validating it) fills an empty republish destination with
+        # ">"; nats-server stores and reports that (no cycle check any more).
+        cfg.republish = dict(cfg.republish, dest=">")
     return set_static_metadata(cfg)
 
 

@@ -31,16 +31,6 @@ _RESET_REQUEST = J.Struct("JSApiConsumerResetRequest", {"seq": J.UINT64})
 Route = tuple[str, str, Callable[..., Any], tuple]
 
 
-def _has_body(payload: bytes) -> bool:
-    s = payload.lstrip()
-    return bool(s) and s[:1] in (b"{", b"[")
-
-
-def _is_empty(payload: bytes) -> bool:
-    s = payload.strip()
-    return not s or s == b"{}"
-
-
 class ConsumerApi:
     """Serves the consumer endpoints of one engine."""
 
@@ -63,17 +53,17 @@ class ConsumerApi:
             subject = "$JS.API." + ".".join(t)
             if C.parse_create_subject(subject) is None:
                 return None
-            return "json", "consumer_create_response", self.create, (subject,)
+            return "json_hdr", "consumer_create_response", self.create, (subject,)
         if n == 3 and op == "NAMES":
             return "json", "consumer_names_response", self.names, (t[2],)
         if n == 3 and op == "LIST":
             return "json", "consumer_list_response", self.list, (t[2],)
         if n == 4 and op == "INFO":
-            return "json", "consumer_info_response", self.info, (t[2], t[3])
+            return "json_hdr", "consumer_info_response", self.info, (t[2], t[3])
         if n == 4 and op == "DELETE":
             return "json", "consumer_delete_response", self.delete, (t[2], t[3])
         if n == 4 and op == "PAUSE":
-            return "json", "consumer_pause_response", self.pause, (t[2], t[3])
+            return "json_hdr", "consumer_pause_response", self.pause, (t[2], t[3])
         if n == 4 and op == "UNPIN":
             return "json", "consumer_unpin_response", self.unpin, (t[2], t[3])
         if n == 4 and op == "RESET":
@@ -81,7 +71,7 @@ class ConsumerApi:
         if n == 5 and op == "MSG" and t[2] == "NEXT":
             return "raw", "", self.msg_next, (t[3], t[4])
         if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
-            return "json", "consumer_leader_stepdown_response", self.api.cluster_only, ()
+            return "json_hdr", "consumer_leader_stepdown_response", self.api.cluster_only, ()
         return None
 
     # ------------------------------------------------------------------ helpers
@@ -100,12 +90,14 @@ class ConsumerApi:
 
     # ------------------------------------------------------------------ create
 
-    def create(self, payload: bytes, subject: str) -> dict:
+    def create(self, payload: bytes, hdr: bytes | None, subject: str) -> dict:
         """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``, checks in server order
-        (see the :mod:`consumer_config` module docstring)."""
+        (see the :mod:`consumer_config` module docstring): the body is decoded before the API
+        level header is checked."""
         form = C.parse_create_subject(subject)
         assert form is not None  # route() only sends parseable subjects
         cfg, action, pedantic, req_stream = C.parse_create_request(payload)
+        self.api._check_api_level(hdr)
         cfg = C.apply_create_subject(form, cfg, req_stream)
         stream = self._stream(form.stream)
         key = C.consumer_key(cfg)
@@ -141,14 +133,16 @@ class ConsumerApi:
 
     # ------------------------------------------------------------------ info / delete / lists
 
-    def info(self, payload: bytes, stream_name: str, name: str) -> dict:
-        if not _is_empty(payload):
+    def info(self, payload: bytes, hdr: bytes | None, stream_name: str, name: str) -> dict:
+        """The empty-body check comes before the API level check."""
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
+        self.api._check_api_level(hdr)
         stream = self._stream(stream_name)
         return self._consumer(stream, name).info()
 
     def delete(self, payload: bytes, stream_name: str, name: str) -> dict:
-        if not _is_empty(payload):
+        if not J.is_empty_request(payload):
             raise E.not_empty_request()
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
@@ -156,7 +150,9 @@ class ConsumerApi:
         return {"success": True}
 
     def _offset(self, payload: bytes) -> int:
-        if _has_body(payload):
+        """The requested offset (negative counts as 0); the body is decoded before the stream
+        is looked up, and only when it is a JSON object or array."""
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _CONSUMERS_REQUEST, "JSApiConsumersRequest")
             return max(0, req.get("offset", 0))
         return 0
@@ -165,6 +161,7 @@ class ConsumerApi:
         offset = self._offset(payload)
         stream = self._stream(stream_name)
         names = sorted(stream.consumers)
+        offset = min(offset, len(names))  # past the end: clamped to the total, and echoed so
         return {"total": len(names), "offset": offset, "limit": NAMES_LIMIT,
                 "consumers": names[offset:offset + NAMES_LIMIT]}
 
@@ -172,17 +169,20 @@ class ConsumerApi:
         offset = self._offset(payload)
         stream = self._stream(stream_name)
         names = sorted(stream.consumers)
+        offset = min(offset, len(names))
         page = [stream.consumers[n].info(dynamic_metadata=False)
                 for n in names[offset:offset + LIST_LIMIT]]
         return {"total": len(names), "offset": offset, "limit": LIST_LIMIT, "consumers": page}
 
-    def pause(self, payload: bytes, stream_name: str, name: str) -> dict:
+    def pause(self, payload: bytes, hdr: bytes | None, stream_name: str, name: str) -> dict:
         """``CONSUMER.PAUSE``: a JSON body may carry ``pause_until``; anything else (no body,
-        ``{}``, a non-JSON text) resumes. Past times are stored but do not pause."""
+        ``{}``, a non-JSON text) resumes. Past times are stored but do not pause. The body is
+        decoded before the API level header is checked."""
         until = 0
-        if _has_body(payload):
+        if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PAUSE_REQUEST, "JSApiConsumerPauseRequest")
             until = int(req.get("pause_until") or 0)
+        self.api._check_api_level(hdr)
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
         consumer.set_pause(until or None)
@@ -219,8 +219,10 @@ class ConsumerApi:
             return
         rtype = "io.nats.jetstream.api.v1.consumer_reset_response"
         try:
+            if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
+                self.api._check_api_level(hdr)
             seq = 0
-            if payload.strip():
+            if payload:  # any byte, whitespace too, goes to json.Unmarshal
                 seq = int(J.decode_lenient(payload, _RESET_REQUEST).get("seq") or 0)
             seq = consumer.reset(seq)
             body: dict[str, Any] = {"type": rtype}

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
@@ -89,6 +90,7 @@ class JetStream:
         self.advisories = Advisories(server)
         self.replicator = Replicator(self)
         self.started = False
+        self._server_limits: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -98,6 +100,7 @@ class JetStream:
             self._recover()
         elif self._temp_dir is not None:
             self._recover()
+        self.server_limits()  # measured once, at start, as nats-server does
         self.started = True
         where = self.store_dir or "(memory only; file streams use a temporary directory)"
         self.log.info("Starting JetStream")
@@ -234,7 +237,9 @@ class JetStream:
             store = open_store("file", path, sync=False)
         else:
             store = open_store("memory")
-        if cfg.first_seq > 1:
+        if cfg.first_seq > 0:
+            # Even first_seq 1 marks the store as started: nats-server reports
+            # first_seq 1 (not 0) for the empty stream.
             store.compact(cfg.first_seq)
         stream = Stream(self, cfg, self.clock.time_ns(), store)
         self.streams[cfg.name] = stream
@@ -326,6 +331,47 @@ class JetStream:
             self.advisories.consumer_action(stream.name, consumer.name, "delete")
         stream.consumers.clear()
 
+    # ------------------------------------------------------------------ resource limits
+
+    def server_limits(self) -> tuple[int, int]:
+        """(max memory, max storage) of this server, as nats-server sets them at start: the
+        configured ``max_memory_store`` / ``max_file_store``, else 75% of the physical memory
+        and 75% of the disk space available to the store directory (the temporary directory
+        without one)."""
+        if self._server_limits is None:
+            mem = self.max_memory if self.max_memory >= 0 else _three_quarters_of_memory()
+            sto = self.max_storage if self.max_storage >= 0 else _three_quarters_of_disk(
+                self.store_dir or tempfile.gettempdir())
+            self._server_limits = (mem, sto)
+        return self._server_limits
+
+    def reserved(self) -> tuple[int, int]:
+        """(memory, storage) bytes reserved by the ``max_bytes`` of the streams."""
+        mem = sto = 0
+        for s in self.streams.values():
+            if s.config.max_bytes > 0:
+                if s.config.storage == "memory":
+                    mem += s.config.max_bytes
+                else:
+                    sto += s.config.max_bytes
+        return mem, sto
+
+    def check_stream_resources(self, cfg: StreamConfig, old: StreamConfig | None = None) -> None:
+        """nats-server's server-side ``checkBytesLimits``: a new stream adds its ``max_bytes``
+        (1 without one), an update the growth of it, to what the streams reserve; more than
+        the server has is 500/10028 (memory) or 500/10047 (file)."""
+        if old is None:
+            add = cfg.max_bytes if cfg.max_bytes >= 0 else 1
+        else:
+            add = max(max(cfg.max_bytes, 0) - max(old.max_bytes, 0), 0)
+        max_mem, max_sto = self.server_limits()
+        mem, sto = self.reserved()
+        if cfg.storage == "memory":
+            if mem > max_mem or add > max_mem - mem:
+                raise E.memory_resources_exceeded()
+        elif sto > max_sto or add > max_sto - sto:
+            raise E.storage_resources_exceeded()
+
     # ------------------------------------------------------------------ reports
 
     def usage(self) -> tuple[int, int]:
@@ -344,11 +390,12 @@ class JetStream:
 
     def account_info(self) -> dict:
         mem, sto = self.usage()
+        res_mem, res_sto = self.reserved()
         return {
             "memory": mem,
             "storage": sto,
-            "reserved_memory": 0,
-            "reserved_storage": 0,
+            "reserved_memory": res_mem,
+            "reserved_storage": res_sto,
             "streams": len(self.streams),
             "consumers": self.num_consumers(),
             "limits": {
@@ -366,18 +413,42 @@ class JetStream:
 
     def varz(self) -> dict:
         mem, sto = self.usage()
-        config: dict[str, Any] = {"max_memory": self.max_memory, "max_storage": self.max_storage}
+        res_mem, res_sto = self.reserved()
+        max_mem, max_sto = self.server_limits()
+        config: dict[str, Any] = {"max_memory": max_mem, "max_storage": max_sto}
         if self.store_dir:
-            config["store_dir"] = str(self.store_dir)
+            # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
+            config["store_dir"] = str(Path(self.store_dir) / "jetstream")
+        config["sync_interval"] = int(SYNC_INTERVAL * 1_000_000_000)
+        config["strict"] = True
         return {
             "config": config,
             "stats": {
                 "memory": mem,
                 "storage": sto,
-                "reserved_memory": 0,
-                "reserved_storage": 0,
+                "reserved_memory": res_mem,
+                "reserved_storage": res_sto,
                 "accounts": 1,
                 "ha_assets": 0,
                 "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
             },
         }
+
+
+def _three_quarters_of_memory() -> int:
+    """75% of the physical memory (Go's ``sysMem / 4 * 3``); 256 MiB if unknown."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    return total // 4 * 3 if total > 0 else 256 * 1024 * 1024
+
+
+def _three_quarters_of_disk(path: str) -> int:
+    """75% of the space available at ``path`` (Go's ``Bavail * Bsize / 4 * 3``); 1 TiB if
+    unknown."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return 1 << 40
+    return st.f_bavail * st.f_bsize // 4 * 3

@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import re
 from typing import Any, Callable, NamedTuple
-from minijs.jetstream.gostrings import go_quote
+from minijs.protocol.gostrings import go_quote
 
 
 class ApiError(Exception):

@@ -50,7 +50,7 @@ import unicodedata
 from typing import Any, Callable
 
 from minijs.jetstream import errors as _errors
-from minijs.jetstream.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
+from minijs.protocol.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
 
 __all__ = [
     "GoTime",
@@ -93,6 +93,8 @@ __all__ = [
     "decode_lenient",
     "decode_values",
     "parse_json",
+    "is_empty_request",
+    "is_object_or_array",
 ]
 
 ZERO_TIME = 0
@@ -776,6 +778,24 @@ def parse_json(payload: bytes) -> Any:
     return _node_to_py(node)
 
 
+_EMPTY_OBJECT_RE = re.compile(rb"[ \t\r\n]*\{[ \t\r\n]*\}[ \t\r\n]*")
+
+
+def is_empty_request(payload: bytes) -> bool:
+    """nats-server's ``isEmptyRequest``: no bytes at all, or exactly one JSON value that is an
+    object without members (``{}``, ``{ }``, `` {}\n``). A whitespace-only body is *not* empty
+    (``json.Unmarshal`` fails on it), nor are ``null``, ``[]`` and ``{}{}``."""
+    return not payload or _EMPTY_OBJECT_RE.fullmatch(payload) is not None
+
+
+def is_object_or_array(payload: bytes) -> bool:
+    """nats-server's ``isJSONObjectOrArray``: the first byte after JSON whitespace (space, tab,
+    CR, LF — not FF/VT) is ``{`` or ``[``. Optional request bodies are decoded only then;
+    anything else (empty, whitespace, ``null``, ``"x"``, ``garbage``) is ignored."""
+    m = _WS_RE.match(payload)
+    return m.end() < len(payload) and payload[m.end()] in b"{["
+
+
 def _parse_single(buf: bytes) -> tuple:
     node, pos = _parse_value(buf, 0)
     if node is None:
@@ -884,7 +904,8 @@ class Int(T):
     def decode(self, node, cur, path, ctx):
         if node[0] == "n":
             raw = node[1]
-            if _INT_RE.fullmatch(raw):
+            # strconv.ParseUint takes no sign at all: "-0" is an error for unsigned kinds.
+            if _INT_RE.fullmatch(raw) and (self.signed or raw[0] != "-"):
                 v = int(raw)
                 if self.lo <= v <= self.hi:
                     return v

@@ -160,10 +160,16 @@ def _blen(s: str) -> int:
     return len(s) if s.isascii() else len(s.encode())
 
 
+def _unix_nano(ns: int) -> int:
+    """Go's ``Time.UnixNano``, which the stores search by: outside years 1678-2262 it wraps
+    around int64 (a start time in 2999 lands before every message)."""
+    return (int(ns) + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def _start_seq(store: Store, req: MsgGetRequest) -> int:
     """``start_time`` → first sequence at/after it (``last_seq + 1`` if none), else ``seq``."""
     if req.start_time is not None:
-        return store.first_seq_at_or_after_time(int(req.start_time))
+        return store.first_seq_at_or_after_time(_unix_nano(req.start_time))
     return req.seq
 
 
@@ -373,7 +379,7 @@ def _direct_multi_last(store: Store, stream: str, req: MsgGetRequest, max_bytes:
     """``multi_last``: the last message of every matching subject, in sequence order."""
     if req.up_to_time is not None:
         # the first sequence at/after the time, minus one; 0 here means "nothing", not "all"
-        up_to = store.first_seq_at_or_after_time(int(req.up_to_time)) - 1
+        up_to = store.first_seq_at_or_after_time(_unix_nano(req.up_to_time)) - 1
         if up_to <= 0:
             return [(_NO_RESULTS, b"")]
     else:

@@ -220,6 +220,11 @@ class PullDelivery:
                 self._send(reply, _status(409, "Exceeded MaxWaiting"))
             return
         wr = PullRequest(reply, batch, max_bytes, no_wait, expires, hb, pg)
+        if expires < 0:
+            # A negative expires is a deadline already past: nats-server queues the request
+            # and its expiry check answers 408 at once, before any message is taken.
+            self._send(reply, _status(408, "Request Timeout", wr.pending_headers()))
+            return
         if expires > 0:
             wr.deadline = self.clock.monotonic() + expires / 1e9
             wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)

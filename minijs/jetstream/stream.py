@@ -256,6 +256,13 @@ class Stream:
             subject = self._transform.apply(subject) or subject
         if cfg.sealed:
             raise E.stream_sealed()
+        if hdr and H.BATCH_ID.encode() in hdr and H.parse(H.strip_status(hdr)).get(H.BATCH_ID):
+            # A batch message goes down nats-server's batch path: size first, then the stream
+            # must allow atomic publishes (minijs streams never do yet).
+            mms = cfg.max_msg_size
+            if mms >= 0 and len(data) + len(hdr) > mms:
+                raise E.message_size_exceeds_maximum()
+            raise E.atomic_publish_disabled()
         ttl = 0
         msg_id = ""
         rollup = ""

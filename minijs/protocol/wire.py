@@ -5,7 +5,8 @@ Every wire string the server emits is built here, so its exact bytes live in one
 from __future__ import annotations
 
 import json
-import unicodedata
+
+from minijs.protocol.gostrings import go_quote
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
@@ -23,34 +24,13 @@ def err(text: str) -> bytes:
     return b"-ERR '" + text.encode() + b"'\r\n"
 
 
-_ESCAPES = {7: "\\a", 8: "\\b", 12: "\\f", 10: "\\n", 13: "\\r", 9: "\\t", 11: "\\v",
-            34: '\\"', 92: "\\\\"}
-
-
 def quote(data: bytes) -> str:
     """Go's ``%q`` of a byte string (``strconv.Quote``), as nats-server's -ERR texts show a
     subject: printable runes as they are, the C escapes, ``\\x..`` for other control bytes
     and for each byte of invalid UTF-8, ``\\u....`` for other unprintable runes."""
     if data.isascii() and data.isalnum():
         return '"' + data.decode() + '"'
-    out = ['"']
-    text = data.decode("utf-8", "surrogateescape")
-    for ch in text:
-        o = ord(ch)
-        if o in _ESCAPES:
-            out.append(_ESCAPES[o])
-        elif 0xDC80 <= o <= 0xDCFF:  # an invalid byte, kept by surrogateescape
-            out.append("\\x%02x" % (o - 0xDC00))
-        elif o < 0x20 or o == 0x7F:
-            out.append("\\x%02x" % o)
-        elif o < 0x7F or ch == " " or unicodedata.category(ch)[0] in "LMNPS":
-            out.append(ch)
-        elif o < 0x10000:
-            out.append("\\u%04x" % o)
-        else:
-            out.append("\\U%08x" % o)
-    out.append('"')
-    return "".join(out)
+    return go_quote(data)
 
 
 def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> bytes:

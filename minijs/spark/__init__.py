@@ -1,6 +1,7 @@
 """PySpark data source ``jetstream``: read and write NATS JetStream streams from Spark.
 
-Install with the ``spark`` extra (``pip install 'minijs[spark]'``), then::
+Install with the ``spark`` extra (``pip install 'minijs[spark]'``); PySpark then finds the
+source by itself (through the top-level module ``pyspark_minijs``), or call ``register``::
 
     from minijs.spark import register
     register(spark)
@@ -37,5 +38,18 @@ __all__ = [
 
 
 def register(spark: Any) -> None:
-    """Make ``format("jetstream")`` available in this SparkSession (sources are per session)."""
+    """Make ``format("jetstream")`` available in this SparkSession (registered sources are per
+    session). Harmless when PySpark already found it by itself: then nothing is done."""
+    if _statically_registered(spark):
+        return
     spark.dataSource.register(JetStreamDataSource)
+
+
+def _statically_registered(spark: Any) -> bool:
+    """Whether the driver already knows ``jetstream`` (PySpark's scan of ``pyspark_*``
+    modules). Only a classic session can tell; registering again would only log a warning."""
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(JetStreamDataSource.name()))
+    except Exception:  # Spark Connect, or another Spark version: just register
+        return False

@@ -16,6 +16,8 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from ._options import ConnectOptions, split_servers  # noqa: F401  (split_servers: re-exported)
+
 #: Headers the server adds to DIRECT.GET replies (and republish); they describe the message,
 #: they are not part of it, so the ``headers`` column never shows them.
 SERVER_HEADERS = frozenset(
@@ -74,30 +76,134 @@ class Record:
 # ----------------------------------------------------------------------------- connections
 
 
-def split_servers(servers: str) -> list[str]:
-    """``servers`` is a comma separated list, like Kafka's ``kafka.bootstrap.servers``."""
-    urls = [s.strip() for s in servers.split(",") if s.strip()]
-    return [u if "://" in u else f"nats://{u}" for u in urls]
+async def connect(conn: ConnectOptions | str, *, name: str = "minijs.spark") -> NATS:
+    """One connection per task (or planner call), made within ``conn.connect_timeout``.
+
+    Each round tries every server once; after a failed round it waits a little and tries again,
+    ``conn.max_reconnect_attempts`` more times at most, all inside the one deadline. An
+    established connection never reconnects: a failure fails the task and Spark retries it.
+    (nats-py's own loop is not used for this: with ``max_reconnect_attempts=0`` it retries the
+    first connect forever.) A refused login fails at once, naming the credential options.
+    """
+    if isinstance(conn, str):
+        conn = ConnectOptions(servers=conn)
+    urls = conn.urls
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + conn.connect_timeout
+    rounds = conn.max_reconnect_attempts + 1
+    tried = 0
+    last: BaseException | None = None
+    for round_no in range(rounds):
+        for url in urls:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            tried += 1
+            nc = NATS()
+            seen: list[BaseException] = []  # nats-py reports the socket error here, then
+            try:  # raises a bare NoServersError
+                await asyncio.wait_for(
+                    _connect_once(nc, url, conn, name, remaining, seen), remaining
+                )
+                return nc
+            except asyncio.CancelledError:
+                await _abandon(nc)
+                raise
+            except Exception as exc:  # nats-py raises a plain Exception subclass zoo here
+                await _abandon(nc)
+                if _is_auth_error(exc):
+                    raise JetStreamSourceError(
+                        f"NATS at {url} refused the credentials ({_describe(exc)}): check the "
+                        f"options {_auth_options(conn)}"
+                    ) from exc
+                last = seen[-1] if seen and not _is_specific(exc) else exc
+        remaining = deadline - loop.time()
+        if round_no + 1 >= rounds or remaining <= 0:
+            break
+        await asyncio.sleep(min(0.25 * 2**round_no, 2.0, remaining))
+    where = ", ".join(urls)
+    attempts = f"{tried} attempt{'s' if tried != 1 else ''}"
+    if deadline - loop.time() <= 0:
+        what = f"within connectTimeout {conn.connect_timeout:g}s ({attempts}"
+    else:
+        what = f"({attempts} failed, maxReconnectAttempts {conn.max_reconnect_attempts}"
+    raise JetStreamSourceError(
+        f"cannot connect to NATS at {where} {what}; last error: {_describe(last)}). "
+        "Check that a JetStream-enabled NATS server runs there and is reachable from the Spark "
+        "driver and executors, and fix the 'servers' option (comma-separated nats://host:port); "
+        "on a slow network raise the options connectTimeout or maxReconnectAttempts."
+    ) from last
 
 
-async def connect(servers: str, *, name: str = "minijs.spark") -> NATS:
-    """One connection per task: no reconnect games, a failure fails the task and Spark retries."""
+async def _connect_once(
+    nc: NATS, url: str, conn: ConnectOptions, name: str, timeout: float, seen: list[BaseException]
+) -> None:
+    async def _quiet(exc: Exception) -> None:  # nats-py logs every error otherwise
+        seen.append(exc)
 
-    async def _quiet(_exc: Exception) -> None:  # nats-py logs every error otherwise
-        return None
+    kwargs: dict[str, Any] = {}
+    if conn.user is not None:
+        kwargs["user"] = conn.user
+        kwargs["password"] = conn.password or ""
+    if conn.token is not None:
+        kwargs["token"] = conn.token
+    if conn.creds is not None:
+        kwargs["user_credentials"] = conn.creds
+    await nc.connect(
+        servers=[url],
+        name=name,
+        allow_reconnect=False,
+        connect_timeout=max(timeout, 0.001),
+        # nats-py's connect loop ends once a server failed more than this (0 means never):
+        # each call here tries its one URL twice at most, back to back.
+        max_reconnect_attempts=1,
+        reconnect_time_wait=0,
+        dont_randomize=True,
+        error_cb=_quiet,
+        pending_size=8 * 1024 * 1024,
+        **kwargs,
+    )
 
+
+async def _abandon(nc: NATS) -> None:
+    """Close a half-made client without waiting on a dead socket."""
     try:
-        return await nats.connect(
-            servers=split_servers(servers),
-            name=name,
-            allow_reconnect=False,
-            connect_timeout=5,
-            max_reconnect_attempts=0,
-            error_cb=_quiet,
-            pending_size=8 * 1024 * 1024,
-        )
-    except Exception as exc:  # nats-py raises a plain Exception subclass zoo here
-        raise JetStreamSourceError(f"cannot connect to NATS at {servers!r}: {exc}") from exc
+        await asyncio.wait_for(nc.close(), 1.0)
+    except Exception:
+        pass
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "no attempt was made"
+    if isinstance(exc, asyncio.TimeoutError):
+        return "timed out"
+    text = str(exc).strip()
+    if isinstance(exc, nats.errors.NoServersError):
+        return "no server answered"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_specific(exc: BaseException) -> bool:
+    """Whether ``exc`` says more than "it did not work" (nats-py's NoServersError does not)."""
+    return not isinstance(exc, (nats.errors.NoServersError, asyncio.TimeoutError))
+
+
+def _is_auth_error(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, nats.errors.AuthorizationError) or "authorization violation" in text or (
+        "authentication" in text and "nats:" in text
+    )
+
+
+def _auth_options(conn: ConnectOptions) -> str:
+    if conn.creds is not None:
+        return f"creds ({conn.creds})"
+    if conn.token is not None:
+        return "token"
+    if conn.user is not None:
+        return f"user ({conn.user!r}) and password"
+    return "user/password, token or creds (the server requires authentication)"
 
 
 def _api_error(reply: dict[str, Any]) -> str | None:

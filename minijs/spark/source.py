@@ -44,7 +44,7 @@ from ._nats import (
     read_direct,
     stream_state,
 )
-from ._options import OptionError, SinkOptions, SourceOptions
+from ._options import ConnectOptions, OptionError, SinkOptions, SourceOptions, check_names
 
 try:  # PySpark >= 4.2 has both; keep the module importable on a bare 4.x for clear errors
     from pyspark.sql.streaming.datasource import (
@@ -95,8 +95,8 @@ def _run(make: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(make())  # type: ignore[arg-type]
 
 
-async def _state(servers: str, stream: str) -> StreamState:
-    nc = await connect(servers, name="minijs.spark planner")
+async def _state(conn: ConnectOptions, stream: str) -> StreamState:
+    nc = await connect(conn, name="minijs.spark planner")
     try:
         return await stream_state(nc, stream)
     finally:
@@ -116,7 +116,7 @@ class SeqRange(InputPartition):
     last: int
     direct: bool
     subject: str | None
-    servers: str
+    conn: ConnectOptions
     fail_on_data_loss: bool
 
     def __post_init__(self) -> None:  # InputPartition stores a `value`; keep repr useful
@@ -174,7 +174,7 @@ def read_partition(part: SeqRange) -> Iterator[Any]:
     nc = None
     chunks: AsyncIterator[list[Record]] | None = None
     try:
-        nc = loop.run_until_complete(connect(part.servers, name="minijs.spark reader"))
+        nc = loop.run_until_complete(connect(part.conn, name="minijs.spark reader"))
         reader = read_direct if part.direct else read_consumer
         chunks = reader(nc, part.stream, part.first, part.last, part.subject)
         first_seen: int | None = None
@@ -207,7 +207,7 @@ def _split(opts: SourceOptions, state: StreamState, first: int, last: int) -> li
             last=hi,
             direct=state.allow_direct,
             subject=opts.subject,
-            servers=opts.servers,
+            conn=opts.conn,
             fail_on_data_loss=opts.fail_on_data_loss,
         )
         for lo, hi in plan_ranges(first, last, opts.partition_count(span))
@@ -230,7 +230,7 @@ class JetStreamBatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         opts = self.opts
-        state = _run(lambda: _state(opts.servers, opts.stream))
+        state = _run(lambda: _state(opts.conn, opts.stream))
         if opts.starting == "earliest":
             first = state.first_available
         elif opts.starting == "latest":
@@ -266,7 +266,7 @@ class JetStreamStreamReader(
 
     def _state(self) -> StreamState:
         opts = self.opts
-        return _run(lambda: _state(opts.servers, opts.stream))
+        return _run(lambda: _state(opts.conn, opts.stream))
 
     def initialOffset(self) -> dict:
         state = self._state()
@@ -392,11 +392,19 @@ def _check_write_schema(schema: StructType, opts: SinkOptions) -> None:
         )
 
 
-def _check_target_stream(opts: SinkOptions) -> None:
-    """With the ``stream`` option, fail before any task if that stream does not exist."""
-    if opts.stream is not None:
-        stream = opts.stream
-        _run(lambda: _state(opts.servers, stream))
+def _check_target(opts: SinkOptions) -> None:
+    """Fail before any task if the server cannot be reached (or refuses the credentials), or,
+    with the ``stream`` option, if that stream does not exist."""
+
+    async def check() -> None:
+        nc = await connect(opts.conn, name="minijs.spark planner")
+        try:
+            if opts.stream is not None:
+                await stream_state(nc, opts.stream)
+        finally:
+            await nc.close()
+
+    _run(check)
 
 
 def _column(batch: Any, name: str | None) -> list[Any] | None:
@@ -419,7 +427,7 @@ def publish_batches(
     loop = asyncio.new_event_loop()
 
     async def run() -> JetStreamCommitMessage:
-        nc = await connect(opts.servers, name="minijs.spark writer")
+        nc = await connect(opts.conn, name="minijs.spark writer")
         try:
             pub = await AckingPublisher(
                 nc, opts.max_pending_acks, opts.ack_timeout, expected_stream=opts.stream
@@ -534,7 +542,8 @@ def _rows_to_batches(rows: Iterator[Any]) -> Iterator[Any]:  # pragma: no cover
 class JetStreamDataSource(DataSource):
     """``spark.read.format("jetstream")``: a NATS JetStream stream as a table and a stream.
 
-    Register it once per session with ``minijs.spark.register(spark)``.
+    PySpark finds it by itself in a regular install (the ``pyspark_minijs`` module); otherwise
+    register it once per session with ``minijs.spark.register(spark)``.
     """
 
     @classmethod
@@ -542,6 +551,10 @@ class JetStreamDataSource(DataSource):
         return "jetstream"
 
     def schema(self) -> StructType:
+        # Spark asks for the schema at load(): check what can be checked without knowing yet
+        # whether this is a batch or a streaming read, so a typo fails there and then.
+        check_names(self.options, "any")  # reader() checks read-only names
+        ConnectOptions.parse(self.options)
         return SCHEMA_STRUCT
 
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -557,11 +570,11 @@ class JetStreamDataSource(DataSource):
             )
         opts = SinkOptions.parse(self.options)
         _check_write_schema(schema, opts)
-        _check_target_stream(opts)
+        _check_target(opts)
         return JetStreamBatchWriter(opts, uuid.uuid4().hex)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = SinkOptions.parse(self.options)
         _check_write_schema(schema, opts)
-        _check_target_stream(opts)
+        _check_target(opts)
         return JetStreamStreamWriter(opts, uuid.uuid4().hex)

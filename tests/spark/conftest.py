@@ -8,6 +8,7 @@ Select one with ``-k nats-server`` / ``-k minijs``, or ``MINIJS_SPARK_TARGETS=na
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -43,37 +44,29 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 15.0) 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"nats-server exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RuntimeError("nats-server did not start listening")
+    raise RuntimeError(f"{proc.args[0]} did not start listening")
 
 
-@pytest.fixture(scope="session", params=TARGETS)
-def nats_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A JetStream-enabled server URL; session-scoped, so each target starts once."""
-    if request.param == "nats-server":
+@contextlib.contextmanager
+def serve(target: str, *args: str) -> Iterator[str]:
+    """Run one JetStream server of ``target`` (``nats-server`` or ``minijs``) and yield its URL.
+
+    ``args`` are extra command-line flags (``--user u --pass p``, ``--auth t``); minijs gets
+    the same ones (it runs through its CLI then, in a subprocess of its own)."""
+    if target == "nats-server":
         exe = _nats_server_exe()
         if exe is None:
             pytest.skip("nats-server binary not found (install the 'test' extra)")
-        store = tempfile.mkdtemp(prefix="minijs-spark-ns-")
-        port = _free_port()
-        proc = subprocess.Popen(
-            [exe, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", store],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait_port(port, proc)
-            yield f"nats://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-            shutil.rmtree(store, ignore_errors=True)
-    elif request.param == "minijs":
+        cmd = [exe]
+    elif target == "minijs" and args:
+        cmd = [sys.executable, "-m", "minijs"]
+    elif target == "minijs":
         from minijs.server import ServerThread
 
         srv = ServerThread(jetstream=True).start()
@@ -81,8 +74,61 @@ def nats_url(request: pytest.FixtureRequest) -> Iterator[str]:
             yield srv.client_url
         finally:
             srv.stop()
+        return
     else:
-        raise ValueError(f"unknown target {request.param!r}")
+        raise ValueError(f"unknown target {target!r}")
+    store = tempfile.mkdtemp(prefix=f"minijs-spark-{target}-")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*cmd, "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", store, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_port(port, proc)
+        yield f"nats://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        shutil.rmtree(store, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", params=TARGETS)
+def nats_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A JetStream-enabled server URL; session-scoped, so each target starts once."""
+    with serve(request.param) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def nats_urls() -> Iterator[dict[str, str]]:
+    """Every target at once (``{"nats-server": url, "minijs": url}``), for tests that pay for
+    a Spark start of their own and check all targets in it."""
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for target in TARGETS:
+            if target == "nats-server" and _nats_server_exe() is None:
+                continue
+            urls[target] = stack.enter_context(serve(target))
+        if not urls:
+            pytest.skip("no JetStream target available")
+        yield urls
+
+
+def _dead_url() -> str:
+    return f"nats://127.0.0.1:{_free_port()}"
+
+
+@pytest.fixture(scope="session")
+def dead_url() -> Any:
+    """``dead_url()``: a loopback URL where nothing listens (its port was free a moment ago)."""
+    return _dead_url
+
+
+@pytest.fixture(scope="session")
+def serve_target() -> Any:
+    """``with serve_target("minijs", "--auth", "t") as url:`` (see :func:`serve`)."""
+    return serve
 
 
 @pytest.fixture(scope="session")

@@ -91,3 +91,24 @@ def test_sink_options() -> None:
 def test_server_headers_list() -> None:
     assert {"Nats-Stream", "Nats-Sequence", "Nats-Subject", "Nats-Time-Stamp"} <= SERVER_HEADERS
     assert "Nats-Msg-Id" not in SERVER_HEADERS
+
+
+def test_a_million_messages_are_planned_as_ranges_a_cluster_can_spread() -> None:
+    """1M sequences -> 20 contiguous ranges of 50,000 (maxRecordsPerPartition), each a small
+    picklable value that carries the connection options but shows no secret."""
+    import pickle
+
+    from minijs.spark._nats import StreamState
+    from minijs.spark.source import _split
+
+    state = StreamState("S", "2026-01-01T00:00:00Z", 1, 1_000_000, 1_000_000, True)
+    opts = SourceOptions.parse({"stream": "S", "user": "u", "password": "pw"}, streaming=False)
+    parts = _split(opts, state, 1, 1_000_000)
+    assert len(parts) == 20
+    assert [(p.first, p.last) for p in parts][:2] == [(1, 50_000), (50_001, 100_000)]
+    assert parts[-1].last == 1_000_000 and all(p.last - p.first + 1 == 50_000 for p in parts)
+    assert all(b.first == a.last + 1 for a, b in zip(parts, parts[1:]))
+    assert pickle.loads(pickle.dumps(parts[3])) == parts[3]
+    assert "pw" not in repr(parts[3]) and len(pickle.dumps(parts[3])) < 2000
+    more = SourceOptions.parse({"stream": "S", "minPartitions": "64"}, streaming=False)
+    assert len(_split(more, state, 1, 1_000_000)) == 64
