@@ -3,6 +3,8 @@ without expiry, no-wait batches), ``msg.ack()``, metadata parsed from the ack su
 consumer management calls (behavior §5.4)."""
 from __future__ import annotations
 
+import asyncio
+
 import nats.errors
 import nats.js.errors
 import pytest
@@ -56,6 +58,34 @@ async def test_js_natspy_fetch_times_out(target: str, js_nats: NatsFactory,
         await js.publish(f"{p}.x", b"late")
         [m] = await sub.fetch(5, timeout=1)
         assert m.data == b"late"
+    finally:
+        await js.delete_stream(stream_name)
+
+
+async def test_js_natspy_fetch_with_heartbeat_after_timed_out_fetch(
+        target: str, js_nats: NatsFactory, stream_name: str) -> None:
+    """fetch(20) times out; once the server has ended its request (num_waiting 0 — reading
+    consumer info ends a request past its expiry), messages published go to the next
+    fetch(4, heartbeat=0.1). Had the expired request taken them into the inbox, nats-py would
+    ask without an expiry and hear ``400 heartbeat value too large``. (Without the wait the
+    client's and the server's timeouts race, on nats-server too.)"""
+    nc = await js_nats()
+    js = nc.jetstream()
+    p = stream_name.lower()
+    await js.add_stream(name=stream_name, subjects=[f"{p}.>"])
+    try:
+        sub = await js.pull_subscribe(f"{p}.x", durable="hb")
+        with pytest.raises(nats.errors.TimeoutError):
+            await sub.fetch(20, timeout=0.3)
+        for _ in range(100):
+            if (await js.consumer_info(stream_name, "hb")).num_waiting == 0:
+                break
+            await asyncio.sleep(0.01)
+        for i in range(3):
+            await js.publish(f"{p}.x", b"m%d" % i)
+        msgs = await sub.fetch(4, timeout=2, heartbeat=0.1)
+        assert [m.data for m in msgs] == [b"m0", b"m1", b"m2"]
+        assert [m.metadata.sequence.consumer for m in msgs] == [1, 2, 3]
     finally:
         await js.delete_stream(stream_name)
 

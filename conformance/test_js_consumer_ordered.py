@@ -70,6 +70,50 @@ async def test_js_ordered_consumer_flow_control_large(target: str, js_nats: Nats
         await js.delete_stream(stream_name)
 
 
+@pytest.mark.parametrize("reader", ["next_msg", "callback"])
+async def test_js_ordered_consumer_reads_5000_messages(target: str, js_nats: NatsFactory,
+                                                       stream_name: str, reader: str) -> None:
+    """5,000 messages of 1 KiB (2.5 times the first flow-control window) through an ordered
+    consumer with flow control and heartbeats: nats-py answers the flow-control requests as it
+    catches up, every message arrives once and in order, the consumer ends caught up."""
+    nc = await js_nats()
+    js = nc.jetstream()
+    p = stream_name.lower()
+    await js.add_stream(name=stream_name, subjects=[f"{p}.>"])
+    n = 5000
+    try:
+        body = b"z" * 1000
+        for i in range(n):
+            await nc.publish(f"{p}.{i % 10}", body + b"%d" % i)
+        await nc.flush()
+        for _ in range(400):
+            if (await js.stream_info(stream_name)).state.messages == n:
+                break
+            await asyncio.sleep(0.05)
+        got: list[int] = []
+        if reader == "next_msg":
+            sub = await js.subscribe(f"{p}.>", ordered_consumer=True)
+            while len(got) < n:
+                m = await sub.next_msg(timeout=10)
+                got.append(int(m.data[1000:]))
+        else:
+            done = asyncio.Event()
+
+            async def cb(msg: nats.aio.msg.Msg) -> None:
+                got.append(int(msg.data[1000:]))
+                if len(got) == n:
+                    done.set()
+
+            sub = await js.subscribe(f"{p}.>", ordered_consumer=True, cb=cb)
+            await asyncio.wait_for(done.wait(), 60)
+        assert got == list(range(n))
+        ci = await sub.consumer_info()
+        assert (ci.num_pending, ci.delivered.stream_seq) == (0, n)
+        assert ci.config.flow_control is True and ci.config.idle_heartbeat == 5.0
+    finally:
+        await js.delete_stream(stream_name)
+
+
 async def test_js_ordered_consumer_recreated_after_missed_heartbeats(
         target: str, js_nats: NatsFactory, stream_name: str) -> None:
     """The consumer disappears server-side: heartbeats stop, nats-py notices after two missed

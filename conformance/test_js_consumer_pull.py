@@ -259,6 +259,9 @@ def test_js_pull_bad_requests(target: str, js: JsClient, stream_name: str) -> No
         m, "400 Bad Request - json: cannot unmarshal string into Go struct field .batch of type int")
     [m] = pl.next({"batch": 1, "expires": 1000, "idle_heartbeat": 1000})
     assert m.frame == status_frame(m, "400 Bad Request - heartbeat value too large")
+    # Without an expiry any heartbeat is too large (nats-py's no-wait probe can send this).
+    [m] = pl.next({"batch": 1, "no_wait": True, "idle_heartbeat": 100_000_000})
+    assert m.frame == status_frame(m, "400 Bad Request - heartbeat value too large")
 
 
 def test_js_pull_max_waiting(target: str, js: JsClient, stream_name: str) -> None:

@@ -87,6 +87,44 @@ async def test_js_natspy_push_sync_next_msg_metadata(target: str, js_nats: NatsF
         await js.delete_stream(stream_name)
 
 
+@pytest.mark.parametrize("storage", ["file", "memory"])
+async def test_js_natspy_push_durable_manual_ack_pending(target: str, js_nats: NatsFactory,
+                                                         stream_name: str, storage: str) -> None:
+    """``js.subscribe(subject, durable=..., manual_ack=True)``: num_ack_pending is the number
+    delivered and not acked — with messages stored before and after the subscribe, after some
+    acks, while unbound, and once bound again."""
+    nc = await js_nats()
+    js = nc.jetstream()
+    p = stream_name.lower()
+    await js.add_stream(name=stream_name, subjects=[f"{p}.>"], storage=storage)
+    try:
+        for i in range(3):
+            await js.publish(f"{p}.a", b"m%d" % i)
+        sub = await js.subscribe(f"{p}.a", durable="man", manual_ack=True)
+        for i in range(3, 6):
+            await js.publish(f"{p}.a", b"m%d" % i)
+        msgs = [await sub.next_msg(timeout=3) for _ in range(6)]
+        assert [m.data for m in msgs] == [b"m%d" % i for i in range(6)]
+        ci = await js.consumer_info(stream_name, "man")
+        assert (ci.num_ack_pending, ci.delivered.consumer_seq, ci.ack_floor.consumer_seq,
+                ci.num_pending) == (6, 6, 0, 0)
+        await msgs[0].ack_sync()
+        await msgs[2].ack_sync()
+        ci = await sub.consumer_info()
+        assert (ci.num_ack_pending, ci.ack_floor.consumer_seq) == (4, 1)
+        await sub.unsubscribe()
+        await wait_push_bound(js, stream_name, "man", bound=False)
+        ci = await js.consumer_info(stream_name, "man")
+        assert (ci.num_ack_pending, ci.delivered.consumer_seq) == (4, 6)
+        sub = await js.subscribe(f"{p}.a", durable="man", manual_ack=True)
+        await wait_push_bound(js, stream_name, "man")
+        ci = await sub.consumer_info()
+        assert (ci.num_ack_pending, ci.delivered.consumer_seq, ci.ack_floor.consumer_seq) == (
+            4, 6, 1)
+    finally:
+        await js.delete_stream(stream_name)
+
+
 async def test_js_natspy_push_ephemeral_headers_only(target: str, js_nats: NatsFactory,
                                                      stream_name: str) -> None:
     nc = await js_nats()

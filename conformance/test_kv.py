@@ -383,6 +383,100 @@ async def test_kv_direct_get_delete_marker_raw(target: str, js_nats: NatsFactory
         assert miss.header == b"NATS/1.0 404 Message Not Found\r\n\r\n" and miss.data == b""
 
 
+# ---------------------------------------------------------------------- markers and TTLs
+
+
+async def wait_stream(js: JsClient, stream: str, done: Callable[[dict], bool],
+                      timeout: float = 8.0) -> dict:
+    """Poll STREAM.INFO until ``done(state)`` (expiry runs on the server's own timers)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        st = js.state(stream)
+        if done(st):
+            return st
+        assert asyncio.get_running_loop().time() < deadline, st
+        await asyncio.sleep(0.05)
+
+
+def stored_headers(js: JsClient, stream: str, seq: int) -> dict[str, str]:
+    m = js.request(f"$JS.API.DIRECT.GET.{stream}", {"seq": seq})
+    return {k: v for k, v in m.header_pairs if not k.startswith("Nats-S")
+            and k != "Nats-Time-Stamp"}
+
+
+@pytest.mark.parametrize("history", [1, 5])
+async def test_kv_purge_marker_ttl_expires_without_new_marker(
+        target: str, js_nats: NatsFactory, js: JsClient, history: int) -> None:
+    """``kv.purge(key, msg_ttl=1)`` on a bucket with ``limit_marker_ttl`` 2 s: the purge marker
+    is itself a subject delete marker, so when it expires it is simply gone (no ``MaxAge``
+    marker in its place) and ``get`` finds nothing. Its TTL is raised to the marker TTL unless
+    the bucket keeps one revision."""
+    async with bucket(js_nats, history=history, limit_marker_ttl=2, direct=True) as (_, kv, name):
+        stream = f"KV_{name}"
+        await kv.put("k", b"v1")
+        await kv.put("other", b"o")
+        await kv.purge("k", msg_ttl=1)
+        assert stored_headers(js, stream, 3) == {
+            "KV-Operation": "PURGE", "Nats-Rollup": "sub",
+            "Nats-TTL": "1" if history == 1 else "2"}
+        with pytest.raises(nats.js.errors.KeyNotFoundError):
+            await kv.get("k")
+        st = await wait_stream(js, stream, lambda st: st["messages"] == 1)
+        assert (st["first_seq"], st["last_seq"]) == (2, 3)
+        with pytest.raises(nats.js.errors.KeyNotFoundError) as err:
+            await kv.get("k")
+        assert err.value.op is None  # nothing stored for the key: not even a marker
+        assert (await kv.get("other")).value == b"o"
+
+
+async def test_kv_purge_marker_ttl_before_bucket_ttl(target: str, js_nats: NatsFactory,
+                                                     js: JsClient) -> None:
+    """A purge marker's TTL (2 s, the marker TTL) ends it long before the bucket's 60 s max
+    age."""
+    async with bucket(js_nats, history=5, ttl=60, limit_marker_ttl=2) as (_, kv, name):
+        await kv.put("k", b"v1")
+        await kv.purge("k", msg_ttl=1)
+        st = await wait_stream(js, f"KV_{name}", lambda st: st["messages"] == 0)
+        assert st["last_seq"] == 2
+
+
+async def test_kv_raw_purge_marker_with_ttl(target: str, js: JsClient) -> None:
+    """The same marker published by hand (``KV-Operation: PURGE``, ``Nats-Rollup: sub``,
+    ``Nats-TTL``) on a plain stream with ``subject_delete_marker_ttl``: it expires without a
+    new marker, while a plain TTL message that expires leaves one."""
+    name = unique_name()
+    p = name.lower()
+    js.create(name, subjects=[f"{p}.>"], allow_rollup_hdrs=True, allow_msg_ttl=True,
+              subject_delete_marker_ttl=1_000_000_000)
+    js.pub_ok(f"{p}.k", b"v")
+    js.pub_ok(f"{p}.k", b"", header_block(("KV-Operation", "PURGE"), ("Nats-Rollup", "sub"),
+                                         ("Nats-TTL", "1s")))
+    js.pub_ok(f"{p}.j", b"v", header_block(("Nats-TTL", "1s")))
+    st = await wait_stream(js, name, lambda st: st["last_seq"] == 4 and st["messages"] == 0)
+    assert st["first_seq"] == 5
+    markers = js.info(name, {"subjects_filter": ">"})["state"]
+    assert "subjects" not in markers
+
+
+async def test_kv_delete_marker_expiring_by_max_age_leaves_marker(
+        target: str, js_nats: NatsFactory, js: JsClient) -> None:
+    """A ``DEL`` marker is no subject delete marker: expiring by the bucket's max age (1 s) it
+    leaves a ``MaxAge`` marker (TTL 2 s), which nats-py's ``get`` returns as an empty entry,
+    until that expires too."""
+    async with bucket(js_nats, history=5, ttl=1, limit_marker_ttl=2, direct=True) as (_, kv, name):
+        stream = f"KV_{name}"
+        await kv.put("k", b"v1")
+        await kv.delete("k")
+        st = await wait_stream(js, stream, lambda st: st["last_seq"] == 3)
+        assert (st["messages"], st["first_seq"]) == (1, 3)
+        assert stored_headers(js, stream, 3) == {
+            "Nats-Marker-Reason": "MaxAge", "Nats-TTL": "2s", "Nats-Rollup": "sub"}
+        entry = await kv.get("k")
+        assert (entry.value, entry.revision, entry.operation) == (None, 3, None)
+        st = await wait_stream(js, stream, lambda st: st["messages"] == 0)
+        assert st["last_seq"] == 3
+
+
 # ---------------------------------------------------------------------- consumers
 
 

@@ -80,12 +80,18 @@ async def test_nak_delay_and_max_deliver(nc: Any, clock: VirtualClock) -> None:
     clock.advance(0.2)
     r = await next_msg(sub)
     assert r.reply.split(".")[4] == "2"
-    clock.advance(5.1)  # second (= max) delivery expires: dropped, advisory sent
+    clock.advance(5.1)  # second (= max) delivery expires: queued, still pending
+    await settle(nc)
+    i = await info(nc)
+    assert (i["num_ack_pending"], i["num_redelivered"]) == (1, 1)
+    # The next pull request finds it due a third delivery: given up, advisory sent.
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b"", reply="pull.3")
     adv = json.loads((await advisories.next_msg(timeout=2)).data)
     assert adv["type"] == "io.nats.jetstream.advisory.v1.max_deliver"
     assert (adv["stream_seq"], adv["deliveries"]) == (1, 2)
     i = await info(nc)
-    assert i["num_ack_pending"] == 0
+    assert (i["num_ack_pending"], i["num_redelivered"], i["num_waiting"]) == (0, 1, 1)
+    assert (i["ack_floor"]["consumer_seq"], i["ack_floor"]["stream_seq"]) == (0, 0)
 
 
 async def test_pull_expiry_408_on_virtual_clock(nc: Any, clock: VirtualClock) -> None:
@@ -99,6 +105,40 @@ async def test_pull_expiry_408_on_virtual_clock(nc: Any, clock: VirtualClock) ->
     assert st.headers["Status"] == "408"
     assert (st.headers["Nats-Pending-Messages"], st.headers["Nats-Pending-Bytes"]) == ("3", "0")
     assert (await info(nc))["num_waiting"] == 0
+
+
+async def test_request_past_expiry_never_served_before_its_timer(
+        nc: Any, server: Any, clock: VirtualClock) -> None:
+    """A busy loop may run the expiry timer late: a request past its expiry on the clock still
+    takes no message (nats-server checks the time), it hears its 408 instead."""
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 5, "expires": 1000000000}',
+                     reply="pull.1")
+    await settle(nc)
+    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    wr.timer.cancel()  # the timer "has not fired yet"
+    wr.timer = None
+    clock.advance(1)
+    await nc.request("s.m", b"late", timeout=2)
+    st = await next_msg(sub)
+    assert (st.headers["Status"], st.headers["Nats-Pending-Messages"]) == ("408", "5")
+    i = await info(nc)
+    assert (i["num_waiting"], i["num_pending"], i["delivered"]["consumer_seq"]) == (0, 1, 0)
+
+
+async def test_info_ends_request_past_expiry(nc: Any, server: Any, clock: VirtualClock) -> None:
+    """Consumer info (nats-server processWaiting) ends a request past its expiry with 408."""
+    sub = await setup(nc, msgs=0)
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 2, "expires": 1000000000}',
+                     reply="pull.1")
+    await settle(nc)
+    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    wr.timer.cancel()
+    wr.timer = None
+    clock.advance(2)
+    assert (await info(nc))["num_waiting"] == 0
+    st = await next_msg(sub)
+    assert st.headers["Status"] == "408"
 
 
 async def test_interest_dropped_requests_are_not_served(nc: Any, clock: VirtualClock) -> None:

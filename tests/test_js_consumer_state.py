@@ -5,6 +5,7 @@ comparison with nats-server is conformance/test_js_consumer_state.py.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,29 @@ async def test_state_is_committed_with_the_grouped_flush(rs: Restartable) -> Non
     await api(nc, "STREAM.DELETE.S")
     await setup_stream(nc)  # a new stream of the same name starts without consumers
     assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == []
+
+
+@pytest.mark.parametrize("storage", ["file", "memory"])
+async def test_ack_reply_only_after_the_state_commit(rs: Restartable, storage: str) -> None:
+    """An ack sent as a request (ack_sync) on a durable consumer is answered only after the
+    commit that carries its state: with the stream's commits held back no reply comes, and it
+    comes with the next commit. A memory stream's consumer answers at once."""
+    nc = rs.nc
+    await setup_stream(nc, storage=storage, msgs=2)
+    await create_consumer(nc, "S", "c", durable_name="c", ack_policy="explicit")
+    m1, _ = await fetch(nc, "S", "c", b"2", 2)
+    stream = rs.srv.jetstream.streams["S"]
+    held: list[Any] = []
+    flush = stream.flush
+    stream.flush = lambda: held.append(1)  # type: ignore[method-assign]
+    reply = asyncio.ensure_future(nc.request(m1.reply, b"", timeout=2))
+    if storage == "memory":
+        assert (await reply).data == b""
+        return
+    await asyncio.sleep(0.05)
+    assert held and not reply.done()  # the state is buffered, the commit held: no reply yet
+    stream.flush = flush  # type: ignore[method-assign]
+    stream.flush()
+    assert (await reply).data == b""
+    doc = json.loads(stream.store.get_meta(STATE_PREFIX + "c"))
+    assert doc["state"]["pending"][0][0] == 2  # message 1 acked, message 2 still pending

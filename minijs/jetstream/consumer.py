@@ -15,8 +15,9 @@ A consumer lives inside its stream (``stream.consumers[name]``) and is driven by
 State mirrors nats-server's: ``sseq`` is the next stream sequence to consider, ``dseq`` the next
 consumer (delivery) sequence, ``pending`` maps stream seq → ``[consumer seq, deadline ns,
 timestamp ns]`` for delivered, unacked messages, ``rdc`` the delivery count of redelivered
-ones, ``rdq`` the stream sequences due for redelivery (served before new messages, oldest
-first).
+ones, ``rdq`` the stream sequences due for redelivery (served before new messages, in the order
+they became due), ``adflr``/``asflr`` the ack floor (``_sflr`` the reported one while it
+differs, see :mod:`acks`).
 
 :class:`Consumer` is that one state with one mixin per concern working on it through ``self``
 (so the delivery and ack paths pay no indirection): :class:`PullDelivery` (pull requests and
@@ -29,7 +30,8 @@ choice of the next message and the commit of its delivery.
 
 Invariants of the position and delivery:
 
-* The next message is, in this order: the oldest one due for redelivery; nothing new while
+* The next message is, in this order: the first one due for redelivery (one delivered
+  ``max_deliver`` times is given up here instead); nothing new while
   ``max_ack_pending`` messages await acks; the next of a ``last_per_subject`` start list; the
   next message matching the filters at or after ``sseq``. ``sseq`` never moves back except by
   ``CONSUMER.RESET``.
@@ -39,7 +41,15 @@ Invariants of the position and delivery:
   delivery is its own ack (the ack floor follows it) and, on a work-queue or interest stream,
   removes the message.
 * ``num_pending`` (matching messages not yet delivered) is a running count while valid; a
-  removal, purge or config change makes it recount on the next ask.
+  removal, purge or config change makes it recount on the next ask (a message stored before
+  the recount, ``_npf``, is not counted twice when its signal comes).
+* Messages leaving the stream (nats-server ``decStreamPending`` and ``purgeLocked``): one
+  removed by itself (a limit, expiry, ``MSG.DELETE``, retention) while awaiting an ack is
+  acked as a ``+TERM`` with its advisory; a purge — the API's, a rollup (a purge of its
+  subject or of everything, keeping the rollup message), a subject delete marker (a rollup of
+  its subject) — moves the consumers whose filter is the purged subject or inside it past
+  it, those with a wider filter (or none) to the stream's new first message, and drops the
+  pending acks left behind without advisories.
 * Replay ``original`` (push and pull alike): the gap between stored timestamps of consecutive
   deliveries (when over 1 ms) is waited out, until the consumer has passed the stream's last
   message.
@@ -66,6 +76,7 @@ from minijs.jetstream.priority import PriorityGroups
 from minijs.jetstream.pull import (NEXT_REQUEST, NextRequest, PriorityGroup, PullDelivery,
                                    PullRequest, _status, parse_next_request)
 from minijs.jetstream.push import MAX_FLOW_CONTROL, PushDelivery
+from minijs.core.subjects import is_subset
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 
 if TYPE_CHECKING:
@@ -95,6 +106,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self.dseq = 1
         self.adflr = 0
         self.asflr = 0
+        self._sflr: list[int] | None = None  # the store's ack floor while it differs
         self.pending: dict[int, list[int]] = {}
         self.rdc: dict[int, int] = {}
         self.rdq: list[int] = []
@@ -105,6 +117,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._lps_resume = 0
         self._npc = 0
         self._npc_valid = False
+        self._npf = 0  # the stream's last sequence when _npc was counted
         self._ack_sub: Any = None
         self._ack_timer: Any = None
         self._ack_timer_at = 0
@@ -142,6 +155,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         # durable state (file streams, not mem_storage)
         self._persist = stream.config.storage == "file" and not config.mem_storage
         self._save_scheduled = False
+        self._ack_replies: list[bytes] = []  # ack_sync replies waiting for the state commit
         self._cfg_json = ""
         self._restored = False
         self._apply_config(config)
@@ -167,7 +181,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         """A message was stored: count it as pending and serve waiting requests."""
         if self.closed:
             return
-        if self._npc_valid and seq >= self.sseq and not self._lps and self.matches(subject):
+        if (self._npc_valid and seq > self._npf and seq >= self.sseq and not self._lps
+                and self.matches(subject)):
             self._npc += 1
         self._wake()
 
@@ -179,28 +194,85 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             self._dispatch()
 
     def on_removed(self, seqs: list[int]) -> None:
-        """Messages left the stream: recount pending lazily; ones still awaiting an ack stay
-        until their ack wait runs out (then they are dropped, as they cannot be redelivered)."""
+        """Messages left the stream one by one (a limit, expiry, MSG.DELETE, retention;
+        nats-server ``decStreamPending``): one still awaiting an ack is acked as a ``+TERM``
+        (``Unacknowledged message was deleted``); one given up at max_deliver forgets its
+        delivery count; pending is recounted on the next ask."""
         self._npc_valid = False
+        if self.closed:
+            return
+        pending, rdc = self.pending, self.rdc
+        termed = False
+        for seq in seqs:
+            p = pending.get(seq)
+            if p is not None:
+                self._term_removed(seq, p[0], max(rdc.get(seq, 1) - 1, 1))
+                termed = True
+            elif rdc and rdc.pop(seq, None) is not None:
+                self._changed()
+        if termed:
+            asyncio.get_running_loop().call_soon(self._wake)
 
-    def on_purged(self, subject: str | None, seq: int, keep: int) -> None:
-        """A purge: move past what disappeared and forget acks owed for purged messages."""
+    def on_purged(self, subject: str | None, fseq: int, first: int, lseq: int) -> None:
+        """A purge (the API's, a rollup's, a subject delete marker's; nats-server
+        ``purgeLocked``): ``first`` is the stream's first sequence after it, ``lseq`` its
+        last, ``fseq`` where the consumers of the purged subject resume (its first message
+        left, 0 for none). Delivery counts below ``first`` go; a consumer whose filter is the
+        purged subject or inside it moves to ``fseq``, one whose filter is wider (or none) to
+        ``first``, dropping pending acks of messages gone; others keep their position."""
         self._npc_valid = False
-        store = self.stream.store
-        first = store.first_seq if store.msgs else store.last_seq + 1
-        if self.sseq < first:
-            self.sseq = first
-        gone = [s for s in self.pending if store.subject_for_seq(s) is None]
-        for s in gone:
-            self.pending.pop(s, None)
-            self.rdc.pop(s, None)
-        if gone:
-            self.rdq = [s for s in self.rdq if s in self.pending]
-        self._lps = deque(s for s in self._lps if store.subject_for_seq(s) is not None)
-        if not self.pending:
-            self.asflr = max(self.asflr, self.sseq - 1)
-            self.adflr = self.dseq - 1
+        if self.closed:
+            return
+        rdc = self.rdc
+        if rdc:
+            below = [s for s in rdc if s < first]
+            for s in below:
+                del rdc[s]
+            if below and self.rdq:
+                self.rdq = [s for s in self.rdq if s >= first]
+        if subject is None or any(f == subject or is_subset(f, subject) for f in self.filters):
+            self._purge(fseq, lseq, False)
+        elif not self.filters or any(f == subject or is_subset(subject, f)
+                                     for f in self.filters):
+            self._purge(first, lseq, True)
         self._changed()
+
+    def _purge(self, sseq: int, lseq: int, wider: bool) -> None:
+        """nats-server ``consumer.purge``: move the position to ``sseq`` (0 = past ``lseq``)
+        and the ack floor to just below it, dropping pending acks under it (and, when the
+        filter is wider than what was purged, of messages gone); with nothing pending the
+        floor is the delivery position. The redelivery queue keeps only what is at or above
+        the position: the rest waits for its ack wait again (from its last delivery)."""
+        if sseq == 0 and not wider:
+            sseq = lseq + 1
+        if self.sseq < sseq:
+            self.sseq = sseq
+        if self._lps:
+            store = self.stream.store
+            self._lps = deque(s for s in self._lps
+                              if s >= self.sseq and store.subject_for_seq(s) is not None)
+        pending = self.pending
+        if self.asflr < sseq:
+            self.asflr = sseq - 1
+            store = self.stream.store
+            for seq, p in list(pending.items()):
+                if seq <= self.asflr or (wider and store.subject_for_seq(seq) is None):
+                    if p[0] > self.adflr:
+                        self.adflr = p[0]
+                    del pending[seq]
+                    self.rdc.pop(seq, None)
+        if not pending:
+            self.rdc = {}
+            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+        if self.rdq:
+            keep = [s for s in self.rdq if s >= self.sseq and s in pending]
+            for s in self.rdq:
+                p = pending.get(s)
+                if p is not None and s not in keep:
+                    p[1] = p[2] + self._ack_wait(self.rdc.get(s, 1))
+            self.rdq = keep
+            self._arm_ack_timer()
+        self._sflr = None
 
     def delete(self) -> None:
         """Stop: waiting requests hear ``409 Consumer Deleted``; timers and the ack
@@ -211,6 +283,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             wr.cancel()
             self._send(wr.reply, _status(409, "Consumer Deleted"))
         self.waiting.clear()
+        for reply in self._ack_replies:  # applied before the delete: nats-server answered
+            self.server.publish(reply, None, None, b"")
+        self._ack_replies = []
         persisted = self._persist
         self._persist = False
         self.stop()
@@ -223,6 +298,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._save_scheduled and self._persist and not self.closed:
             self._save_scheduled = False
             self._write_state()
+            if self._ack_replies:  # committed by the stream's close, then answered
+                replies, self._ack_replies = self._ack_replies, []
+                self.stream.confirm_after_commit(replies)
         self.closed = True
         for wr in self.waiting:
             wr.cancel()
@@ -463,6 +541,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._lps = deque()
         self.sseq, self.dseq = seq, 1
         self.adflr, self.asflr = 0, seq - 1
+        self._sflr = None
         self.delivered_at = self.acked_at = None
         self._npc_valid = False
         self._lts = 0
@@ -479,7 +558,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             store = self.stream.store
             return len(self._lps) + self._count_from(self._lps_resume, store)
         if not self._npc_valid:
-            self._npc = self._count_from(self.sseq, self.stream.store)
+            store = self.stream.store
+            self._npc = self._count_from(self.sseq, store)
+            self._npf = store.last_seq
             self._npc_valid = True
         return self._npc
 
@@ -498,7 +579,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             created=self.created,
             config=self.config,
             delivered=C.sequence_info_dict(self.dseq - 1, self.sseq - 1, self.delivered_at),
-            ack_floor=C.sequence_info_dict(self.adflr, self.asflr, self.acked_at),
+            ack_floor=C.sequence_info_dict(*self.reported_floor(), self.acked_at),
             num_ack_pending=len(self.pending),
             num_redelivered=self.num_redelivered(),
             num_waiting=len(self.waiting),
@@ -518,14 +599,20 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         cfg = self.config
         while self.rdq:
             seq = self.rdq[0]
-            sm = store.load(seq) if seq in self.pending else None
             dc = self.rdc.get(seq, 1) + 1
-            if sm is None or (cfg.max_deliver > 0 and dc > cfg.max_deliver):
+            if cfg.max_deliver > 0 and dc > cfg.max_deliver:
+                # nats-server getNextMsg: delivered max_deliver times, given up now.
                 self.rdq.pop(0)
-                if seq in self.pending:
-                    self._drop_pending(seq)
-                    if sm is not None:
-                        self._advise_max_deliveries(seq, dc - 1)
+                if dc == cfg.max_deliver + 1:
+                    self._advise_max_deliveries(seq, dc - 1)
+                self._give_up(seq, dc)
+                continue
+            sm = store.load(seq) if seq in self.pending else None
+            if sm is None:
+                self.rdq.pop(0)
+                p = self.pending.get(seq)
+                if p is not None:  # removed from the stream meanwhile: acked, as a +TERM
+                    self._term_removed(seq, p[0], dc - 1)
                 continue
             return sm, dc
         if cfg.ack_policy != "none" and 0 < cfg.max_ack_pending <= len(self.pending):
@@ -591,7 +678,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 self.sseq = max(seq + 1, self._lps_resume)
                 self._npc_valid = False
             else:
-                self.sseq = self._lps[0]
+                self.sseq = seq + 1  # nats-server: right after the delivered one
         else:
             self.sseq = seq + 1
             if self._npc_valid and self._npc > 0:

@@ -6,7 +6,9 @@ pending acks with delivery counts and timestamps, redelivery counts — under th
 
 The document is ``{"v": 1, "name", "created", "config", "state": {"dseq", "sseq", "adflr",
 "asflr", "pending": [[stream seq, consumer seq, timestamp], ...], "rdc": [[stream seq, count],
-...]}}``, ``rdc`` listing only counts over 1.
+...]}}``, ``rdc`` listing only counts over 1 (also of messages given up at ``max_deliver``); the
+floor is the reported one (nats-server's consumer store floor, see :mod:`acks`), which a
+restarted consumer takes as its floor.
 
 Invariants:
 
@@ -17,6 +19,9 @@ Invariants:
   committed by the engine's grouped flush; stop writes a change still scheduled, and nothing is
   written once the consumer, its stream or its store has closed. The config's JSON is kept
   until the config changes.
+* The replies of acks sent as requests (``_ack_replies``) wait for the write of the state they
+  left and go out after the commit that carries it (``Stream.confirm_after_commit``), with the
+  stream's pub acks; a crash before that commit loses ack and reply together.
 * Restoring follows nats-server's file store: pending timestamps come back truncated to whole
   seconds, the redelivery queue (NAKs) is not kept, and the first ack-wait check runs 0.5–1.5 s
   after the restart (sooner when the ack wait is shorter). An auto-named ephemeral now shows
@@ -71,7 +76,11 @@ class DurableState:
         if stream.closed or stream.store.closed:
             return
         self._write_state()
-        stream.engine.mark_dirty(stream)
+        if self._ack_replies:
+            replies, self._ack_replies = self._ack_replies, []
+            stream.confirm_after_commit(replies)
+        else:
+            stream.engine.mark_dirty(stream)
 
     def _write_state(self) -> None:
         """Buffer the state document in the store metadata (committed by the next flush)."""
@@ -82,8 +91,9 @@ class DurableState:
         # this runs once per event-loop turn with deliveries or acks, and every value is an int.
         pending = ",".join([f"[{s},{p[0]},{p[2]}]" for s, p in self.pending.items()])
         rdc = ",".join([f"[{s},{dc}]" for s, dc in self.rdc.items() if dc > 1])
-        state = (f'{{"dseq":{self.dseq},"sseq":{self.sseq},"adflr":{self.adflr},'
-                 f'"asflr":{self.asflr},"pending":[{pending}],"rdc":[{rdc}]')
+        adflr, asflr = (self.adflr, self.asflr) if self._sflr is None else self._sflr
+        state = (f'{{"dseq":{self.dseq},"sseq":{self.sseq},"adflr":{adflr},'
+                 f'"asflr":{asflr},"pending":[{pending}],"rdc":[{rdc}]')
         doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(self.name)},"created":{self.created},'
                f'"config":{self._cfg_json},"state":{state}}}}}')
         self.stream.store.put_meta(STATE_PREFIX + self.name, doc.encode())
@@ -129,6 +139,7 @@ class DurableState:
         if cfg.deliver_policy == "last_per_subject" and stream.store.msgs:
             lasts = stream.store.multi_last_seqs(consumer.filters or [">"])
             consumer._npc = sum(1 for q in lasts if q >= consumer.sseq)
+            consumer._npf = stream.store.last_seq
             consumer._npc_valid = True
         if pending and cfg.ack_policy != "none":
             # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).

@@ -21,6 +21,7 @@ INCR = "Nats-Incr"
 STREAM_SOURCE = "Nats-Stream-Source"
 REQUIRED_API_LEVEL = "Nats-Required-Api-Level"
 MARKER_REASON = "Nats-Marker-Reason"
+KV_OPERATION = "KV-Operation"
 SCHEDULE = "Nats-Schedule"
 BATCH_ID = "Nats-Batch-Id"
 
@@ -41,6 +42,15 @@ def parse(block: bytes | None) -> dict[str, str]:
         if key not in out:
             out[key] = value.strip().decode("utf-8", "replace")
     return out
+
+
+def is_subject_delete_marker(block: bytes | None) -> bool:
+    """nats-server ``isSubjectDeleteMarker``: a ``Nats-Marker-Reason`` header, or a KV purge
+    marker (``KV-Operation: PURGE``). Its expiry leaves no new marker behind."""
+    if not block:
+        return False
+    h = parse(block)
+    return bool(h.get(MARKER_REASON)) or h.get(KV_OPERATION) == "PURGE"
 
 
 def status_of(block: bytes | None) -> str:

@@ -21,7 +21,8 @@ Invariants:
   ``batch`` ≤ 0 still wants one message.
 * A request leaves ``waiting`` exactly once, and its timers are cancelled as it leaves: batch
   done (``409 Batch Completed`` when it still had byte budget left), ``expires`` reached
-  (``408 Request Timeout``), the next message over its byte budget (``409 Message Size Exceeds
+  (``408 Request Timeout``; a request past its expiry on the clock never takes a message, even
+  when its timer has not fired yet), the next message over its byte budget (``409 Message Size Exceeds
   MaxBytes``), a ``no_wait`` request once the stream has nothing left (``404 No Messages``
   when it got something or cannot wait), its reply subject lost interest (silently), the
   consumer deleted (``409 Consumer Deleted``) or stopped (silently). Every status that ends
@@ -96,8 +97,8 @@ class PullRequest:
     ``batch`` ≤ 0 still gets one message, then reports ``n`` ≤ 0 like the server), ``b`` the byte
     budget left (``max_bytes`` 0 = unlimited), ``pg`` its priority group (JSON bodies only)."""
 
-    __slots__ = ("b", "delivered", "expires", "hb", "hb_timer", "max_bytes", "n", "no_wait",
-                 "pg", "reply", "timer")
+    __slots__ = ("b", "deadline", "delivered", "expires", "hb", "hb_timer", "max_bytes", "n",
+                 "no_wait", "pg", "reply", "timer")
 
     def __init__(self, reply: bytes, batch: int, max_bytes: int, no_wait: bool, expires: int,
                  hb: int, pg: PriorityGroup | None = None) -> None:
@@ -107,6 +108,7 @@ class PullRequest:
         self.b = max_bytes
         self.no_wait = no_wait
         self.expires = expires
+        self.deadline = 0.0  # clock.monotonic() at which it expires (0: never)
         self.hb = hb
         self.delivered = 0
         self.timer: Any = None
@@ -224,6 +226,7 @@ class PullDelivery:
             self._send(reply, _status(408, "Request Timeout", wr.pending_headers()))
             return
         if expires > 0:
+            wr.deadline = self.clock.monotonic() + expires / 1e9
             wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)
         if hb > 0:
             wr.hb_timer = self.clock.call_later(hb / 1e9, self._heartbeat, wr)
@@ -234,7 +237,9 @@ class PullDelivery:
         self._dispatch()
 
     def _prune_waiting(self) -> None:
-        """Drop requests nobody listens to any more (their reply subject lost interest)."""
+        """``processWaiting``: end requests past their expiry (408) and drop those nobody
+        listens to any more (their reply subject lost interest)."""
+        self._expire_overdue()
         has_interest = self.server.has_interest
         keep: deque[PullRequest] = deque()
         for wr in self.waiting:
@@ -243,6 +248,22 @@ class PullDelivery:
             else:
                 wr.cancel()
         self.waiting = keep
+
+    def _expire_overdue(self) -> None:
+        """End the requests whose expiry has passed even if their timer has not fired yet (a
+        busy loop runs timers late): like nats-server, a request past its expiry never takes
+        a message and is answered ``408 Request Timeout``."""
+        waiting = self.waiting
+        if not waiting:
+            return
+        now = self.clock.monotonic()
+        for wr in waiting:
+            if wr.deadline and now >= wr.deadline:
+                break
+        else:
+            return
+        for wr in [w for w in waiting if w.deadline and now >= w.deadline]:
+            self._expire_request(wr)
 
     def _expire_request(self, wr: PullRequest) -> None:
         wr.timer = None
@@ -270,6 +291,7 @@ class PullDelivery:
         order for ``prioritized``; the pinned client only for ``pinned_client``)."""
         if self.is_paused():
             return
+        self._expire_overdue()
         has_interest = self.server.has_interest
         waiting = self.waiting
         policy = self.config.priority_policy

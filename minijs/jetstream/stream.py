@@ -12,7 +12,9 @@ turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares 
 Memory streams ack at once.
 
 A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
-messages (``signal``), removed ones (``on_removed``) and purges (``on_purged``).
+messages (``signal``); at once about messages removed one by one (``on_removed``: limits,
+expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, rollups, subject
+delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
 has ``followers`` (objects with ``wake()``), woken after its new messages are committed, and a
@@ -330,17 +332,19 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            store.purge(subject, seq)
+            if store.purge(subject, seq):
+                self._purged(subject)
         elif rollup == "all":
-            store.compact(seq)
+            if store.compact(seq):
+                self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
         if cfg.max_msgs > 0 or cfg.max_bytes > 0:
             removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if removed:
             self._on_removed(removed)
-        if (cfg.max_age or ttl) and self._expiry_timer is None:
-            self._schedule_expiry()
+        if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
+            self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
@@ -406,17 +410,19 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            store.purge(subject, stored)
+            if store.purge(subject, stored):
+                self._purged(subject)
         elif rollup == "all":
-            store.compact(stored)
+            if store.compact(stored):
+                self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
         if cfg.max_msgs > 0 or cfg.max_bytes > 0:
             removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if removed:
             self._on_removed(removed)
-        if (cfg.max_age or ttl) and self._expiry_timer is None:
-            self._schedule_expiry()
+        if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
+            self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(stored, subject, hdr, data, ts)
         if self.consumers or self.followers:
@@ -478,6 +484,12 @@ class Stream:
             pairs.append(("Nats-Msg-Size", str(len(data))))
             body = b""
         self.server.publish(target, None, H.append(hdr, pairs), body)
+
+    def confirm_after_commit(self, replies: list[bytes]) -> None:
+        """Answer these requests (a durable consumer's ``ack_sync`` replies, its state already
+        buffered) with an empty message after the next commit, with the pub acks."""
+        self._pending_acks.extend((reply, b"") for reply in replies)
+        self.engine.mark_dirty(self)
 
     def flush(self) -> None:
         """Commit buffered writes, then send the acks that waited for them."""
@@ -577,6 +589,10 @@ class Stream:
         self._expiry_timer = self.clock.call_later(delay, self._expire)
 
     def _expire(self) -> None:
+        """``max_age`` and ``Nats-TTL`` expiry. With ``subject_delete_marker_ttl`` the last
+        message of a subject leaves a ``MaxAge`` marker (with that TTL, a rollup of its
+        subject) unless it is itself a subject delete marker — a ``Nats-Marker-Reason``
+        marker or a KV purge marker (nats-server ``isSubjectDeleteMarker``)."""
         self._expiry_timer = None
         if self.closed:
             return
@@ -593,19 +609,23 @@ class Stream:
             sm = self.store.load(seq)
             if sm is None:
                 continue
-            is_marker = bool(sm.hdr) and H.MARKER_REASON.encode() in sm.hdr
+            is_marker = H.is_subject_delete_marker(sm.hdr)
             if self.store.remove(seq):
                 removed.append(seq)
                 if sdm > 0 and not is_marker and self.store.msgs_for_subject(sm.subject) == 0:
                     markers.append(sm.subject)
+        if removed:
+            self._on_removed(removed)
         for subject in markers:
+            # Stored like a published rollup of its subject (nats-server processes it as one):
+            # consumers of the subject move past what it replaces.
             hdr = H.build([(H.MARKER_REASON, "MaxAge"), (H.TTL, J.go_duration(sdm)), (H.ROLLUP, "sub")])
             seq, _ = self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
             self._last_msg_id = ""
+            self._purged(subject)
             if self.consumers or self.followers:
                 self._signals.append((seq, subject))
         if removed or markers:
-            self._on_removed(removed)
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
 
@@ -649,10 +669,22 @@ class Stream:
     def purge(self, subject: str | None, seq: int, keep: int) -> int:
         n = self.store.purge(subject or None, seq, keep)
         self.engine.mark_dirty(self)
-        if self.consumers:
-            for consumer in list(self.consumers.values()):
-                consumer.on_purged(subject, seq, keep)
+        self._purged(subject or None)
         return n
+
+    def _purged(self, subject: str | None) -> None:
+        """After a purge (API, rollup, delete marker; nats-server ``purgeLocked``): tell the
+        consumers where the stream now starts, where the purged subject's messages resume
+        (0: none left) and where it ends."""
+        if not self.consumers:
+            return
+        store = self.store
+        first = store.first_seq if store.msgs else store.last_seq + 1
+        fseq = first
+        if subject is not None:
+            fseq = store.next_seq(first, subject) or 0
+        for consumer in list(self.consumers.values()):
+            consumer.on_purged(subject, fseq, first, store.last_seq)
 
     def remove_msg(self, seq: int, erase: bool) -> bool:
         ok = self.store.remove(seq, erase)
