@@ -870,8 +870,13 @@ def test_file_mirror_and_source_resume_after_restart(target: str, spawn: Any, tm
 
 def test_follower_consumer_advisories(target: str, js: JsClient) -> None:
     """A mirror or source shows on its origin as a consumer created (``JS_MIRROR_`` /
-    ``JS_SRC_``, a hash of the follower's name, a random suffix): a CONSUMER.CREATED advisory,
-    and CONSUMER.DELETED before STREAM.DELETED when the origin goes."""
+    ``JS_SRC_``, a hash of the follower's name, a random suffix): a CONSUMER.CREATED advisory;
+    when the origin goes, CONSUMER.DELETED for those two and STREAM.DELETED.
+
+    nats-server sends the deletions from several goroutines racing the stream's shutdown: their
+    order varies, and now and then one of them is never sent (2 runs in 40 on v2.15.1). So the case
+    holds nats-server to "only these, no others" and minijs, which sends all three every time,
+    to the full set."""
     import re
 
     origin, mirror, s = unique_name(), unique_name(), unique_name()
@@ -907,13 +912,19 @@ def test_follower_consumer_advisories(target: str, js: JsClient) -> None:
     js.delete(origin)
     js.created.remove(origin)
     done = f"$JS.EVENT.ADVISORY.STREAM.DELETED.{origin}"
-    wait_for(lambda: done in events())
-    after = events()
-    deleted = {x.rsplit(".", 1)[1] for x in after
-               if x.startswith(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}.")}
-    assert deleted == {m_name, s_name}
-    assert all(after.index(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}.{c}") < after.index(done)
-               for c in deleted)
+    gone = f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{origin}."
+    expected = {done, gone + m_name, gone + s_name}
+
+    def deletions() -> set[str]:
+        return {x for x in events() if x == done or x.startswith(gone)}
+
+    try:
+        wait_for(lambda: deletions() == expected, timeout=3.0)
+    except AssertionError:
+        if target == "minijs":
+            raise
+    assert deletions() <= expected
+    assert deletions() == expected or target != "minijs"
 
 
 async def test_object_store_sourced_bucket(target: str, js_nats: Any, js: JsClient) -> None:
