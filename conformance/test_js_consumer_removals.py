@@ -284,3 +284,35 @@ def test_js_last_per_subject_consumer_after_purge(target: str, js: JsClient, str
     else:
         assert js.purge(stream_name, {"filter": f"{p}.a"})["purged"] == 4
         assert state() == (1, 2, 2, 6, 4)
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
+def test_js_purge_of_pending_is_ack_activity(target: str, js: JsClient, stream_name: str,
+                                             storage: str) -> None:
+    """A purge that takes a message a consumer has pending acks it for that consumer: the ack
+    floor moves past it and carries ``last_active`` (it had none before any ack); a purge that
+    takes nothing pending leaves the floor without it."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"], storage=storage)
+    for cname in ("C", "D"):
+        out = js.api(f"CONSUMER.CREATE.{stream_name}.{cname}", {
+            "stream_name": stream_name,
+            "config": {"durable_name": cname, "ack_policy": "explicit",
+                       "ack_wait": 30_000_000_000}})
+        assert "error" not in out, out
+    js.pub_ok(f"{p}.a")
+    js.pub_ok(f"{p}.b")
+    pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.C", {"batch": 2}, until_status=False,
+         count=2)
+    before = js.api(f"CONSUMER.INFO.{stream_name}.C")["ack_floor"]
+    assert before == {"consumer_seq": 0, "stream_seq": 0}
+    assert js.purge(stream_name, {"filter": f"{p}.a"})["purged"] == 1
+
+    def floor(cname: str) -> dict:
+        return js.api(f"CONSUMER.INFO.{stream_name}.{cname}")["ack_floor"]
+
+    after = wait_for(lambda: (f := floor("C")).get("consumer_seq") == 1 and f)
+    assert sorted(after) == ["consumer_seq", "last_active", "stream_seq"]
+    assert (after["consumer_seq"], after["stream_seq"]) == (1, 1)
+    assert js.api(f"CONSUMER.INFO.{stream_name}.C")["num_ack_pending"] == 1
+    assert floor("D") == {"consumer_seq": 0, "stream_seq": 1}
