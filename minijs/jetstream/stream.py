@@ -332,10 +332,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, seq):
+            if self._purge_store(subject, seq, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(seq):
+            if self._purge_store(None, 0, 1, compact_at=seq):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -410,10 +410,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, stored):
+            if self._purge_store(subject, stored, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(stored):
+            if self._purge_store(None, 0, 1, compact_at=stored):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -667,9 +667,33 @@ class Stream:
     # ------------------------------------------------------------------ operations for the API
 
     def purge(self, subject: str | None, seq: int, keep: int) -> int:
-        n = self.store.purge(subject or None, seq, keep)
+        n = self._purge_store(subject or None, seq, keep)
         self.engine.mark_dirty(self)
         self._purged(subject or None)
+        return n
+
+    def _purge_store(self, subject: str | None, seq: int, keep: int, *,
+                     compact_at: int = 0) -> int:
+        """Purge the store (``compact_at``: a rollup of everything below that sequence, which
+        nats-server runs as a purge keeping one). nats-server's stores report a purge that
+        took exactly one message through the subject/keep path (not a whole-stream purge or a
+        compaction) as a single removal: the consumers whose filter takes the subject reported
+        (on a memory stream the message's, on a file stream the purge's own, ``>`` for none)
+        see the message deleted, so one they have pending is terminated, before the purge
+        moves them."""
+        store = self.store
+        whole = not compact_at and subject in (None, ">") and ((not keep and not seq) or seq > 1)
+        first = first_subject = None
+        if not whole and self.consumers and store.msgs:
+            first = store.next_seq(store.first_seq, subject)
+            first_subject = store.subject_for_seq(first) if first else None
+        n = store.compact(compact_at) if compact_at else store.purge(subject, seq, keep)
+        if n == 1 and first is not None and first_subject is not None:
+            reported = first_subject if store.storage == "memory" else (subject or ">")
+            for consumer in list(self.consumers.values()):
+                if any(_subjects.subject_matches(f, reported)
+                       for f in (consumer.filters or (">",))):
+                    consumer.on_removed([first])
         return n
 
     def _purged(self, subject: str | None) -> None:
