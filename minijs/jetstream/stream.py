@@ -31,6 +31,7 @@ from minijs.core import subjects as _subjects
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream import schedules as _schedules
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, to_json_dict
@@ -137,6 +138,8 @@ class Stream:
         self.followers: list[Any] = []
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
+        #: Message schedules (``allow_msg_schedules``), see schedules.py.
+        self.schedules: _schedules.MsgSchedules | None = None
         self._apply_config(config)
 
     # ------------------------------------------------------------------ lifecycle
@@ -149,6 +152,8 @@ class Stream:
             from minijs.jetstream.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
+        if cfg.allow_msg_schedules and self.schedules is None:
+            self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
         if cfg.republish and cfg.republish.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
@@ -163,6 +168,8 @@ class Stream:
         last = self.store.load_last()
         self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
         self._schedule_expiry()
+        if self.schedules is not None:
+            self.schedules.recover()
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config change (subjects, limits, flags)."""
@@ -193,6 +200,8 @@ class Stream:
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
+        if self.schedules is not None:
+            self.schedules.stop()
         self.closed = True
 
     def close(self) -> None:
@@ -289,6 +298,9 @@ class Stream:
                 want = _parse_uint(h[H.EXPECTED_LAST_SEQ])
                 if want != store.last_seq:
                     raise E.wrong_last_sequence(store.last_seq)
+            if b"Nats-Schedul" in hdr:
+                hdr = _schedules.check_publish(self, subject, hdr, h)
+                h = H.parse(hdr)
             if H.STREAM_SOURCE in h:
                 raise E.message_source_hdr_not_allowed()
             msg_id = h.get(H.MSG_ID, "")
@@ -349,6 +361,8 @@ class Stream:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((seq, subject))
+        if self.schedules is not None:
+            self.schedules.stored(seq, subject, hdr, ts)
         return self._ack_prefix + b"%d}" % seq
 
     def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
