@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -238,6 +237,17 @@ def test_js_schedule_ttl_rollup_and_source(target: str, js: JsClient, stream_nam
         ("Src", "yes"), ("Nats-Scheduler", f"{p}.s"), ("Nats-Schedule-Next", "purge"),
         ("Nats-TTL", "1h"), ("Nats-Rollup", "sub")]
     wait_for(lambda: not _on(js, stream_name, f"{p}.s"), timeout=5)
+
+
+def test_js_schedule_source_without_message(target: str, js: JsClient, stream_name: str) -> None:
+    """With no message on ``Nats-Schedule-Source`` the schedule's own content is produced."""
+    p = _sched_stream(js, stream_name)
+    js.pub_ok(f"{p}.s", b"own", H(("Nats-Schedule", _at(0.5)), ("Nats-Schedule-Target", f"{p}.t"),
+                                  ("Nats-Schedule-Source", f"{p}.empty"), ("Own", "x")))
+    out = wait_for(lambda: (t := _on(js, stream_name, f"{p}.t")) and t, timeout=10)
+    assert out[0]["data"] == b"own"
+    assert _headers(out[0]["hdrs"]) == [("Own", "x"), ("Nats-Scheduler", f"{p}.s"),
+                                        ("Nats-Schedule-Next", "purge")]
 
 
 def test_js_schedule_every_repeats(target: str, js: JsClient, stream_name: str) -> None:

@@ -72,6 +72,8 @@ def load_location(h: dict[str, str]) -> Any:
         raise E.message_schedules_time_zone_invalid()
     if name == "UTC":
         return _UTC
+    if name == "Local":  # Go's time.Local: the server's own zone
+        return datetime.now().astimezone().tzinfo
     try:
         from zoneinfo import ZoneInfo
         return ZoneInfo(name)
