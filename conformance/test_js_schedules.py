@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -317,3 +318,19 @@ def test_js_schedule_purged_by_client(target: str, js: JsClient, stream_name: st
     assert [m["subject"] for m in _msgs(js, stream_name)] == [f"{p}.x"]
     # a scheduler subject with no message at all is accepted too
     js.pub_ok(f"{p}.y", b"", H(("Nats-Schedule-Next", "purge"), ("Nats-Scheduler", f"{p}.none")))
+
+
+def test_js_schedule_without_interest_stops(target: str, js: JsClient, stream_name: str) -> None:
+    """On an interest stream whose consumers do not want the target, the first produced message
+    only takes a sequence; nats-server never hears back from its store, so the repeating
+    schedule stays "in flight" and fires no more (checked 3 s later)."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"], allow_msg_schedules=True, retention="interest")
+    out = js.api(f"CONSUMER.CREATE.{stream_name}.C", {"stream_name": stream_name, "config": {
+        "durable_name": "C", "filter_subject": f"{p}.s", "ack_policy": "explicit"}})
+    assert "error" not in out, out
+    js.pub_ok(f"{p}.s", b"x", H(("Nats-Schedule", "@every 1s"), ("Nats-Schedule-Target", f"{p}.t")))
+    wait_for(lambda: js.state(stream_name)["last_seq"] == 2, timeout=10)
+    time.sleep(3)
+    st = js.state(stream_name)
+    assert (st["messages"], st["last_seq"]) == (1, 2)

@@ -531,8 +531,10 @@ class MsgSchedules:
             stream.engine.log.warn(f"JetStream stream '{stream.name}' message schedule "
                                    f"'{subject}' could not store its message: {exc}")
             return  # stays in flight, as in nats-server: it does not fire again
-        if stored:
+        if stored and stream.store.load(stored) is not None:
             self.stored(stored, target, out, self.clock.time_ns())
+        # else (no interest on an interest stream: a skipped sequence) the schedule stays in
+        # flight and never fires again, as in nats-server, whose store never sees the message
 
 
 def _offset(ns: int, loc: Any) -> int:
