@@ -131,6 +131,9 @@ ZONE = (400, 10223, "message schedules time zone is invalid")
     ([("Nats-Schedule", "* * * * *"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
     ([("Nats-Schedule", "0 0 25 * * *"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
     ([("Nats-Schedule", "0 0 0 30 2 *"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
+    ([("Nats-Schedule", "0 0 0 * * 7"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
+    ([("Nats-Schedule", "0 0 12 ? * 1#2"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
+    ([("Nats-Schedule", "0 0 0 ,, * *"), ("Nats-Schedule-Target", "{p}.t")], PATTERN),
     ([("Nats-Schedule", "@every 1s"), ("Nats-Schedule-Target", "{p}.t"),
       ("Nats-Schedule-Time-Zone", "UTC")], PATTERN),
     ([("Nats-Schedule", "@hourly"), ("Nats-Schedule-Target", "{p}.t"),
@@ -170,7 +173,7 @@ def test_js_schedules_invalid(target: str, js: JsClient, stream_name: str,
 @pytest.mark.parametrize("pattern", [
     "@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually",
     "0 30 9 * * MON-FRI", "*/15 * * ? JAN,jul *", "0 0 0 1-7/2 * sun", "@every 1h30m",
-    "@at 2020-01-01T00:00:00Z",
+    "@at 2020-01-01T00:00:00Z", "+5 * * * * *", "0 0 0 * * SUN-SAT", "0 0 0 1,,15 * *",
 ])
 def test_js_schedules_patterns_accepted(target: str, js: JsClient, stream_name: str,
                                         pattern: str) -> None:

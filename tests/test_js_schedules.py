@@ -158,7 +158,8 @@ def test_cron_in_a_time_zone() -> None:
 
 @pytest.mark.parametrize("pattern", [
     "", "@every 999ms", "@every", "@at 2027-13-01T00:00:00Z", "0 0 0 31 2 *", "60 * * * * *",
-    "* * * * *", "1-2-3 * * * * *", "*/0 * * * * *", "@every 1h junk"])
+    "* * * * *", "1-2-3 * * * * *", "*/0 * * * * *", "@every 1h junk", ", * * * * *",
+    "0 0 0 ,, * *"])
 def test_invalid_or_empty_patterns(pattern: str) -> None:
     when, _, ok = S.parse_schedule(pattern, None, _ns("2027-01-15T00:00:00Z"),
                                    _ns("2027-01-15T00:00:00Z"))

@@ -196,6 +196,8 @@ def _add(dt: datetime, **delta: int) -> datetime:
 def next_cron(pattern: str, loc: Any, ts: int) -> int:
     """nats-server ``parseCron`` (robfig/cron): the first matching second after ``ts``, in ns."""
     second, minute, hour, dom, month, dow = _cron_fields(pattern)
+    if not (second and minute and hour and month and (dom or dow)):
+        raise _Invalid(pattern)  # an empty field never matches: Go searches five years to say so
     tz = loc or _UTC
     nxt = datetime.fromtimestamp(ts // _NS, tz) + timedelta(seconds=1)
     truncated = False
