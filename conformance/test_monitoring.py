@@ -102,7 +102,8 @@ def test_jsz_stream_and_consumer_detail(target: str, spawn: SpawnFn) -> None:
         assert (acc["name"], acc["id"]) == ("$G", "$G")
         assert acc["reserved_memory"] == acc["reserved_storage"] == U64_MAX
         assert acc["api"]["level"] == 0
-        s1, s2 = acc["stream_detail"]
+        # nats-server lists an account's streams in map order: compare them by name.
+        s1, s2 = sorted(acc["stream_detail"], key=lambda d: d["name"])
         assert list(s1) == ["name", "created", "cluster", "config", "state", "consumer_detail"]
         assert list(s2) == ["name", "created", "cluster", "config", "state"]
         assert (s1["name"], s2["name"]) == ("S1", "S2")
@@ -121,7 +122,8 @@ def test_jsz_stream_and_consumer_detail(target: str, spawn: SpawnFn) -> None:
         s1, s2 = streams["account_details"][0]["stream_detail"]
         assert list(s1) == list(s2) == ["name", "created", "cluster", "state"]
         consumers = get_json(http_port, "/jsz?consumers=1")
-        (c1,) = consumers["account_details"][0]["stream_detail"][0]["consumer_detail"]
+        details = consumers["account_details"][0]["stream_detail"]
+        (c1,) = next(d for d in details if d["name"] == "S1")["consumer_detail"]
         assert list(c1) == [k for k in CONSUMER_DETAIL_KEYS if k != "config"]
     finally:
         js.close()
