@@ -97,7 +97,7 @@ def parse_schedule(pattern: str, loc: Any, ts: int, now: int) -> tuple[int, bool
     if pattern.startswith("@every "):
         if loc is not None:
             return 0, False, False
-        from minijs.jetstream.stream import parse_go_duration
+        from minijs.jetstream.headers import parse_go_duration
         dur = parse_go_duration(pattern[7:])
         if dur is None or dur < _NS:
             return 0, False, False
@@ -280,7 +280,7 @@ def next_schedule(h: dict[str, str], ts: int, now: int) -> int:
 
 
 def _ttl_ok(value: str) -> bool:
-    from minijs.jetstream.stream import parse_msg_ttl
+    from minijs.jetstream.headers import parse_msg_ttl
     try:
         parse_msg_ttl(value)
     except E.ApiError:

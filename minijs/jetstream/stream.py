@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from minijs.core import subjects as _subjects
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
+from minijs.jetstream.headers import parse_go_duration, parse_msg_ttl  # noqa: F401
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream import schedules as _schedules
 from minijs.jetstream.advisory import Advisories
@@ -57,49 +58,6 @@ MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
 ACK_GROUP = 64
 _SECOND = 1_000_000_000
-
-# Go time.ParseDuration units, in nanoseconds.
-_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
-              "m": 60 * _SECOND, "h": 3600 * _SECOND}
-_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> int | None:
-    """Go ``time.ParseDuration`` → ns, or None when it would fail."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        return None
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DUR_PART.match(s, pos)
-        if m is None or m.group(1) in ("", "."):
-            return None
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    ns = int(total)
-    return -ns if neg else ns
-
-
-def parse_msg_ttl(value: str) -> int:
-    """``Nats-TTL`` → seconds (``-1`` for ``never``); raises 10165 when invalid."""
-    if value.lower() == "never":
-        return -1
-    dur = parse_go_duration(value)
-    if dur is not None:
-        if dur < _SECOND:
-            raise E.ttl_invalid()
-        return dur // _SECOND
-    if not value.isdigit():
-        raise E.ttl_invalid()
-    return int(value)
-
 
 def _parse_uint(value: str) -> int:
     """nats-server's ``parseInt64`` on an expected-sequence header: garbage reads as -1, which
