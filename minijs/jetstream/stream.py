@@ -49,8 +49,19 @@ class StreamOwner(Protocol):
     log: "Logger"
     advisories: Advisories
 
+    #: The JetStream domain ("" without one): pub acks carry it.
+    domain: str
+    #: True when a server or account storage bound is configured (publishes check it).
+    publish_limits: bool
+
     def mark_dirty(self, stream: "Stream") -> None:
         """Commit ``stream``'s buffered writes (and send their acks) at the end of this turn."""
+
+    def check_server_room(self, storage: str) -> None:
+        """503/10023 when the server's usage of ``storage`` is already above its limit."""
+
+    def check_account_room(self, storage: str, size: int) -> None:
+        """400/10002 when ``size`` more bytes would pass the account's limit."""
 
 MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
@@ -143,7 +154,9 @@ class Stream:
 
     def _apply_config(self, cfg: StreamConfig) -> None:
         self.config = cfg
-        self._ack_prefix = b'{"stream":' + J.dumps(cfg.name) + b',"seq":'
+        domain = getattr(self.engine, "domain", "")
+        self._ack_prefix = (b'{"stream":' + J.dumps(cfg.name)
+                            + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
@@ -317,6 +330,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             seq = store.skip_msg(now)
@@ -324,6 +340,11 @@ class Stream:
                 self._record_dedup(msg_id, seq, now)
             self.engine.mark_dirty(self)
             return self._ack_prefix + b"%d}" % seq
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            # memStoreMsgSize / fileStoreMsgSize
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
@@ -726,12 +747,15 @@ class Stream:
         out["consumer_count"] = len(self.consumers)
         return out
 
-    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, **state_kw: Any) -> dict:
+    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, domain: str = "",
+                  **state_kw: Any) -> dict:
         out: dict[str, Any] = {
             "config": to_json_dict(self.config, dynamic_metadata=dynamic_metadata),
             "created": J.go_time(self.created),
             "state": self.state_json(**state_kw),
         }
+        if domain:
+            out["domain"] = domain
         if cluster:
             out["cluster"] = {"leader": self.server.server_name}
         if self.links_info is not None:
