@@ -278,3 +278,46 @@ def test_js_limits_bad_domain_stops_startup(target: str, tmp_path: Any, domain: 
                           capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
     assert done.returncode == 1
     assert b"invalid domain name: may not contain ., * or >" in done.stderr
+
+
+def test_js_limits_max_buffered_size_refuses_larger_message(target: str, spawn: SpawnFn) -> None:
+    """A message larger than ``max_buffered_size`` (subject, reply, headers and payload
+    counted) never fits the stream's ingest queue: answered ``429 Too Many Requests`` with
+    the 10167 error and seq 0, nothing stored; smaller messages are stored."""
+    srv = spawn(jetstream=True, config="jetstream { max_buffered_size: 60 }")
+    js = JsClient.connect(srv)
+    try:
+        js.create("S", subjects=["s"])
+        assert js.pub("s", b"x" * 10) == {"stream": "S", "seq": 1}
+        m = js.request("s", b"x" * 100)
+        assert m.status_line == "NATS/1.0 429 Too Many Requests"
+        assert m.json() == {"error": {"code": 429, "err_code": 10167,
+                                      "description": "too many requests"},
+                            "stream": "S", "seq": 0}
+        js.send("s", b"y" * 100)  # no reply subject: dropped silently
+        assert js.pub("s", b"z") == {"stream": "S", "seq": 2}
+        assert js.state("S")["messages"] == 2
+    finally:
+        js.close()
+
+
+async def test_js_limits_domain_with_natspy(target: str, spawn: SpawnFn) -> None:
+    """nats-py's ``jetstream(domain=...)`` context works against a server with that domain:
+    streams, pub acks with the domain, and a key-value bucket through the domain prefix."""
+    import nats
+
+    srv = spawn(jetstream=True, config=DOMAIN_CONF)
+    nc = await nats.connect(srv.url)
+    try:
+        js = nc.jetstream(domain="hub")
+        await js.add_stream(name="N", subjects=["n.>"])
+        ack = await js.publish("n.1", b"hello")
+        assert (ack.stream, ack.seq, ack.domain) == ("N", 1, "hub")
+        info = await js.account_info()
+        assert (info.streams, info.domain) == (1, "hub")
+        kv = await js.create_key_value(bucket="B")
+        assert await kv.put("k", b"v1") == 1
+        entry = await kv.get("k")
+        assert (entry.value, entry.revision) == (b"v1", 1)
+    finally:
+        await nc.close()

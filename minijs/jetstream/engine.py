@@ -99,6 +99,7 @@ class JetStream:
         self.account_limits = AccountLimits()
         self.set_account_limits(getattr(config, "js_account_limits", None) or AccountLimits())
         self._limit_logged: dict[str, float] = {}
+        self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -428,7 +429,7 @@ class JetStream:
         max_mem, max_sto = self.server_limits()
         mem, sto = self.usage()
         if (mem > max_mem) if storage == "memory" else (sto > max_sto):
-            self._log_limit("server", f"JetStream {storage} resource limits exceeded for server",
+            self.log_limit("server", f"JetStream {storage} resource limits exceeded for server",
                             error=True)
             raise E.insufficient_resources()
 
@@ -441,11 +442,11 @@ class JetStream:
             return
         mem, sto = self.usage()
         if (mem if storage == "memory" else sto) + size > limit:
-            self._log_limit("account", f"JetStream {storage} resource limits exceeded for "
+            self.log_limit("account", f"JetStream {storage} resource limits exceeded for "
                             f'account: "$G"', error=False)
             raise E.account_resources_exceeded()
 
-    def _log_limit(self, key: str, text: str, *, error: bool) -> None:
+    def log_limit(self, key: str, text: str, *, error: bool) -> None:
         now = self.clock.monotonic()
         last = self._limit_logged.get(key)
         if last is not None and now - last <= 10.0:

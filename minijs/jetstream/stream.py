@@ -63,6 +63,12 @@ class StreamOwner(Protocol):
     def check_account_room(self, storage: str, size: int) -> None:
         """400/10002 when ``size`` more bytes would pass the account's limit."""
 
+    #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
+    max_buffered_size: int
+
+    def log_limit(self, key: str, text: str, *, error: bool) -> None:
+        """Log ``text`` at most every 10 s per ``key``."""
+
 MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
 ACK_GROUP = 64
@@ -232,6 +238,11 @@ class Stream:
                     hdr: bytes | None, payload: bytes, origin: Any) -> None:
         if self.closed:
             return
+        limit = self.engine.max_buffered_size
+        if limit > 0 and (len(subject) + len(payload) + (len(hdr) if hdr else 0)
+                          + (len(reply) if reply else 0)) > limit:
+            self._ingest_refused(reply)
+            return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
         except Exception as exc:
@@ -259,6 +270,19 @@ class Stream:
                 self.engine.mark_dirty(self)  # announced by flush(), after the commit
             else:
                 self._release_signals()
+
+    def _ingest_refused(self, reply: bytes | None) -> None:
+        """A message larger than ``jetstream { max_buffered_size }`` never fits nats-server's
+        stream ingest queue: dropped, answered 429 (minijs has no queue, so only this case of
+        the limit applies; ``max_buffered_msgs`` never fills)."""
+        self.engine.log_limit(f"ingest {self.name}", "Dropping messages due to excessive "
+                              f"stream ingest rate on '$G' > '{self.name}': IPQ size limit "
+                              "reached", error=False)
+        if reply:
+            err = E.stream_too_many_requests()
+            body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
+                    + b',"seq":0}')
+            self.server.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n", body)
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
                 reply: bytes | None = None) -> bytes | None:
