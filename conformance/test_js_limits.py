@@ -321,3 +321,24 @@ async def test_js_limits_domain_with_natspy(target: str, spawn: SpawnFn) -> None
         assert (entry.value, entry.revision) == (b"v1", 1)
     finally:
         await nc.close()
+
+
+def test_js_limits_strict_off_accepts_unknown_fields(target: str, spawn: SpawnFn) -> None:
+    """``strict: false``: an API body with unknown fields is decoded as Go's ``json.Unmarshal``
+    would (unknown fields ignored) instead of refused; a body that is not one JSON value is
+    still refused, with ``json.Unmarshal``'s text (no offset)."""
+    srv = spawn(jetstream=True, config="jetstream { strict: false }")
+    js = JsClient.connect(srv)
+    try:
+        out = js.api("STREAM.CREATE.S", {"name": "S", "subjects": ["s"], "bogus": 1})
+        assert "error" not in out, out
+        assert "bogus" not in out["config"]
+        out = js.api("CONSUMER.CREATE.S.C", {"stream_name": "S", "extra": True, "config": {
+            "durable_name": "C", "ack_policy": "explicit", "nope": "x"}})
+        assert out["name"] == "C", out
+        out = js.api("STREAM.INFO.S", b'{"deleted_details": true} x')
+        assert out["error"] == {"code": 400, "err_code": 10025, "description":
+                                "invalid JSON: invalid character 'x' after top-level value"}
+        assert js.account_info()["api"]["errors"] == 1
+    finally:
+        js.close()

@@ -99,6 +99,8 @@ class JetStreamApi:
         self.server = js.server
         self._sub: Any = None
         self._domain_subs: list[Any] = []
+        #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.
+        self.lenient = not getattr(self.server.config, "js_strict", True)
         self._domain_prefix_len = 0
         self.consumers = ConsumerApi(js, self)
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
@@ -147,6 +149,7 @@ class JetStreamApi:
             return
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
+        token = J.LENIENT_REQUESTS.set(True) if self.lenient else None
         try:
             if kind == "json":
                 if hdr and _API_LEVEL_KEY in hdr:
@@ -165,6 +168,9 @@ class JetStreamApi:
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
+        finally:
+            if token is not None:
+                J.LENIENT_REQUESTS.reset(token)
         data = J.dumps(body)
         if reply:
             self.server.publish(reply, None, None, data)
