@@ -167,3 +167,29 @@ def test_jetstream_option_errors(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError, match=None) as info:
         parse_config(text)
     assert fragment in str(info.value)
+
+
+async def test_mirror_stops_at_full_server(clock: VirtualClock, tmp_path: Path) -> None:
+    """Mirrored messages go through the same server check as publishes: a memory mirror stops
+    copying once the memory store is past its limit, keeping what it copied."""
+    srv = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"),
+                 max_memory_store=1000)
+    await srv.start()
+    nc = await nats.connect(srv.client_url)
+    try:
+        await api(nc, "STREAM.CREATE.O", {"name": "O", "subjects": ["o"]})
+        for _ in range(20):
+            assert "error" not in await _pub(nc, "o", b"x" * 100)
+        out = await api(nc, "STREAM.CREATE.M", {"name": "M", "storage": "memory",
+                                                "mirror": {"name": "O"}})
+        assert "error" not in out, out
+        size = 16 + 1 + 100
+        for _ in range(50):
+            await clock.advance_async(0.1)
+            info = await api(nc, "STREAM.INFO.M")
+            if info["state"]["messages"] == 1000 // size + 1 and info["mirror"].get("error"):
+                break
+        assert info["state"]["messages"] == 1000 // size + 1
+    finally:
+        await nc.close()
+        await srv.stop()

@@ -437,6 +437,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             if seq:
@@ -447,6 +450,10 @@ class Stream:
                 self._record_dedup(msg_id, stored, now)
             self._after_replicated()
             return stored
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq=seq or None)
