@@ -149,6 +149,20 @@ def test_js_limits_domain_api_prefix_and_replies(target: str, spawn: SpawnFn) ->
         js.close()
 
 
+def test_js_limits_domain_in_info(target: str, spawn: SpawnFn) -> None:
+    """The INFO a client gets from a server with a domain names it, after ``client_ip``."""
+    srv = spawn(jetstream=True, config=DOMAIN_CONF)
+    with socket.create_connection((srv.host, srv.port), timeout=5) as sock:
+        data = b""
+        while not data.endswith(b"\r\n"):
+            data += sock.recv(4096)
+    info = json.loads(data[len(b"INFO "):])
+    keys = list(info)
+    assert info["domain"] == "hub"
+    assert keys[keys.index("client_ip") + 1] == "domain"
+    assert keys[keys.index("domain") + 1] == "api_lvl"
+
+
 def test_js_limits_domain_in_advisories(target: str, spawn: SpawnFn) -> None:
     """Advisories and the API audit of a server with a domain end with ``domain``; a request
     through the domain prefix is audited under its ``$JS.API`` subject."""
@@ -228,6 +242,17 @@ def test_js_limits_sync_always_and_defaults(target: str, spawn: SpawnFn) -> None
             if k not in ("max_memory", "max_storage", "store_dir")}
     assert tail == {"sync_interval": 120_000_000_000, "sync_always": True, "strict": True}
     assert varz["limits"] == {"default_max_consumers": 1000}
+
+
+def test_js_limits_batch_limits_in_varz(target: str, spawn: SpawnFn) -> None:
+    """``limits { batch { } }`` shows in /varz ``limits`` with nats-server's names."""
+    http = _free_port()
+    spawn(args=["-m", str(http)], jetstream=True, config="""
+        jetstream { limits { batch {
+          max_inflight_per_stream: 3, max_inflight_total: 7, max_msgs: 9, timeout: "4s" } } }""")
+    assert _http(http, "varz")["jetstream"]["limits"] == {
+        "max_batch_inflight_per_stream": 3, "max_batch_inflight_total": 7,
+        "max_batch_size": 9, "max_batch_timeout": 4_000_000_000, "default_max_consumers": 1000}
 
 
 LIMITS_CONF = """
