@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from conformance.helpers import SpawnFn
-from conformance.jshelpers import API_LEVEL, TYPE_PREFIX, JsClient, file_bytes, mem_bytes
+from conformance.jshelpers import (
+    API_LEVEL,
+    TYPE_PREFIX,
+    JsClient,
+    file_bytes,
+    mem_bytes,
+    wait_for,
+)
 from conformance.servers import LOCAL_TARGETS, command_for
 
 NO_LIMITS = {
@@ -78,6 +85,8 @@ def test_js_limits_publish_into_full_store(target: str, spawn: SpawnFn, storage:
         }
         assert js.purge("S")["purged"] == acked
         assert js.pub("s", payload) == {"stream": "S", "seq": acked + 1}
+        line = f"[ERR] JetStream {storage} resource limits exceeded for server"
+        assert wait_for(lambda: line in srv.log), srv.log
     finally:
         js.close()
 
@@ -322,6 +331,9 @@ def test_js_limits_max_buffered_size_refuses_larger_message(target: str, spawn: 
         js.send("s", b"y" * 100)  # no reply subject: dropped silently
         assert js.pub("s", b"z") == {"stream": "S", "seq": 2}
         assert js.state("S")["messages"] == 2
+        line = ("[WRN] Dropping messages due to excessive stream ingest rate on '$G' > 'S': "
+                "IPQ size limit reached")
+        assert wait_for(lambda: line in srv.log), srv.log
     finally:
         js.close()
 

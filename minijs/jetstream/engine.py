@@ -99,6 +99,8 @@ class JetStream:
         self.account_limits = AccountLimits()
         self.set_account_limits(getattr(config, "js_account_limits", None) or AccountLimits())
         self._limit_logged: dict[str, float] = {}
+        #: The account this engine serves, as log lines name it.
+        self.account_name = "$G"
         self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -443,7 +445,7 @@ class JetStream:
         mem, sto = self.usage()
         if (mem if storage == "memory" else sto) + size > limit:
             self.log_limit("account", f"JetStream {storage} resource limits exceeded for "
-                            f'account: "$G"', error=False)
+                            f'account: "{self.account_name}"', error=False)
             raise E.account_resources_exceeded()
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:

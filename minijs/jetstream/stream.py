@@ -65,6 +65,8 @@ class StreamOwner(Protocol):
 
     #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
     max_buffered_size: int
+    #: The account's name in log lines (``$G``).
+    account_name: str
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:
         """Log ``text`` at most every 10 s per ``key``."""
@@ -276,7 +278,8 @@ class Stream:
         stream ingest queue: dropped, answered 429 (minijs has no queue, so only this case of
         the limit applies; ``max_buffered_msgs`` never fills)."""
         self.engine.log_limit(f"ingest {self.name}", "Dropping messages due to excessive "
-                              f"stream ingest rate on '$G' > '{self.name}': IPQ size limit "
+                              f"stream ingest rate on '{self.engine.account_name}' > "
+                              f"'{self.name}': IPQ size limit "
                               "reached", error=False)
         if reply:
             err = E.stream_too_many_requests()
