@@ -151,6 +151,12 @@ def test_js_limits_domain_api_prefix_and_replies(target: str, spawn: SpawnFn) ->
         assert listed["streams"][0]["domain"] == "hub"
         # INFO, CREATE, INFO.S twice, LIST: both prefixes count as one API
         assert js.account_info()["api"] == {"level": API_LEVEL, "total": 5, "errors": 0}
+        updated = js.update("S", subjects=["s", "t"], max_msg_size=100)
+        assert list(updated) == ["type", "config", "created", "state", "domain", "ts"]
+        dup = b"NATS/1.0\r\nNats-Msg-Id: a\r\n\r\n"
+        assert js.pub("s", b"2", dup) == {"stream": "S", "domain": "hub", "seq": 2}
+        assert js.pub("s", b"2", dup) == {"stream": "S", "domain": "hub", "seq": 2,
+                                          "duplicate": True}
         nothing = js.request("$JS.hub.API.NOPE", b"", timeout=5)
         assert nothing.status == "503"
         assert js.request("$JS.other.API.INFO", b"", timeout=5).status == "503"
