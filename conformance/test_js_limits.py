@@ -294,6 +294,8 @@ def test_js_limits_server_limits_shape_streams_and_consumers(target: str, spawn:
         made = js.api("CONSUMER.CREATE.D.C", {"stream_name": "D", "config": {
             "durable_name": "C", "ack_policy": "explicit"}})
         assert (made["config"]["max_ack_pending"], made["config"]["max_batch"]) == (100, 50)
+        refused = js.request("$JS.API.CONSUMER.MSG.NEXT.D.C", {"batch": 51, "expires": 10**9})
+        assert refused.status_line == "NATS/1.0 409 Exceeded MaxRequestBatch of 50"
         over = js.api("CONSUMER.CREATE.D.P", {"stream_name": "D", "config": {
             "durable_name": "P", "ack_policy": "explicit", "max_ack_pending": 101}})
         assert over["error"]["err_code"] == 10121, over
