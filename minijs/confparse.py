@@ -19,7 +19,13 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from minijs.config import DEFAULT_PORT, RANDOM_PORT, JetStreamLimitOpts, ServerConfig
+from minijs.config import (
+    DEFAULT_PORT,
+    RANDOM_PORT,
+    AccountLimits,
+    JetStreamLimitOpts,
+    ServerConfig,
+)
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
 
@@ -676,6 +682,46 @@ class _Mapper:
         except ValueError as exc:
             raise self.fail(n, str(exc)) from None
 
+    def account_jetstream(self, e: Entry) -> AccountLimits | None:
+        """An account's ``jetstream`` value (nats-server's parseJetStreamForAccount): ``None``
+        when disabled, else its limits (-1 / ``False`` for what is not set). For the accounts
+        block: ``accounts { A: { jetstream: { max_mem: 1G, max_streams: 10 } } }``."""
+        n = e.node
+        if n.kind == "bool":
+            return AccountLimits() if n.value else None
+        if n.kind == "string":
+            word = n.value.lower()
+            if word in ("enabled", "enable"):
+                return AccountLimits()
+            if word in ("disabled", "disable"):
+                return None
+            raise self.fail(n, "Expected 'enabled' or 'disabled' for string value, "
+                               f"got '{n.value}'")
+        if n.kind != "map":
+            raise self.fail(n, "Expected map, bool or string to define JetStream, got "
+                               f"{_describe(n)}")
+        values: dict[str, Any] = {}
+        for sub in n.value.entries.values():
+            k = sub.key.lower()
+            name = _ACCOUNT_JS_KEYS.get(k)
+            if name == "max_bytes_required":
+                if sub.node.kind != "bool":
+                    raise self.fail(sub, f'Expected a parseable bool for "{sub.key}", '
+                                         f"got {sub.node.value}")
+                values[name] = sub.node.value
+            elif name is not None:
+                if sub.node.kind != "int":
+                    raise self.fail(sub, f'Expected a parseable size for "{sub.key}", '
+                                         f"got {sub.node.value}")
+                values[name] = sub.node.value
+            elif k == "cluster_traffic":
+                if sub.node.kind != "string" or sub.node.value not in ("system", "owner", ""):
+                    raise self.fail(sub, "Expected 'system' or 'owner' string value for "
+                                         f'"{sub.key}", got {sub.node.value}')
+            elif not sub.used:
+                raise self.fail(sub, f'unknown field "{sub.key}"')
+        return AccountLimits(**values)
+
     # -- end of the jetstream { } options
 
     def store_dir(self, e: Entry) -> None:
@@ -725,6 +771,24 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
     return sign * total
+
+
+#: An account's ``jetstream { }`` keys (nats-server's parseJetStreamForAccount) to AccountLimits.
+_ACCOUNT_JS_KEYS = {
+    "max_memory": "max_memory", "max_mem": "max_memory", "mem": "max_memory",
+    "memory": "max_memory",
+    "max_store": "max_storage", "max_file": "max_storage", "max_disk": "max_storage",
+    "store": "max_storage", "disk": "max_storage",
+    "max_streams": "max_streams", "streams": "max_streams",
+    "max_consumers": "max_consumers", "consumers": "max_consumers",
+    "max_bytes_required": "max_bytes_required", "max_stream_bytes": "max_bytes_required",
+    "max_bytes": "max_bytes_required",
+    "mem_max_stream_bytes": "memory_max_stream_bytes",
+    "memory_max_stream_bytes": "memory_max_stream_bytes",
+    "disk_max_stream_bytes": "storage_max_stream_bytes",
+    "store_max_stream_bytes": "storage_max_stream_bytes",
+    "max_ack_pending": "max_ack_pending",
+}
 
 
 #: nats-server settings minijs knows of but does not implement, per block: a clear error

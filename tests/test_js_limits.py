@@ -193,3 +193,26 @@ async def test_mirror_stops_at_full_server(clock: VirtualClock, tmp_path: Path) 
     finally:
         await nc.close()
         await srv.stop()
+
+
+def _account_js(text: str) -> Any:
+    from minijs.confparse import _Mapper, parse_text
+    entry = parse_text(text).entries["jetstream"]
+    return _Mapper(None).account_jetstream(entry)
+
+
+def test_account_jetstream_block_parses_to_account_limits() -> None:
+    """The helper the accounts block uses for ``accounts { A: { jetstream: ... } }``."""
+    assert _account_js("jetstream: enabled") == AccountLimits()
+    assert _account_js("jetstream: false") is None
+    assert _account_js("""jetstream {
+        max_mem: 1G, max_file: 2G, max_streams: 3, consumers: 4, max_bytes_required: true
+        mem_max_stream_bytes: 5MB, store_max_stream_bytes: 6, max_ack_pending: 7
+        cluster_traffic: owner }""") == AccountLimits(
+        max_memory=10 ** 9, max_storage=2 * 10 ** 9, max_streams=3, max_consumers=4,
+        max_bytes_required=True, memory_max_stream_bytes=5 << 20, storage_max_stream_bytes=6,
+        max_ack_pending=7)
+    with pytest.raises(ConfigError, match='Expected a parseable size for "max_mem", got x'):
+        _account_js("jetstream { max_mem: x }")
+    with pytest.raises(ConfigError, match='unknown field "nope"'):
+        _account_js("jetstream { nope: 1 }")
