@@ -497,8 +497,9 @@ class JetStreamApi:
         if request:
             body["request"] = request.decode("utf-8", "replace")
         body["response"] = response.decode("utf-8", "replace")
-        if self.js.domain:
-            body["domain"] = self.js.domain
+        domain = getattr(self.js, "domain", "")
+        if domain:
+            body["domain"] = domain
         server.publish(AUDIT_SUBJECT, None, None, J.dumps(body))
 
     def _client_info(self, origin: Any) -> dict | None:
