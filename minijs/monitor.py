@@ -38,6 +38,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
+from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
     from minijs.core.router import Router
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Header Fields Too Large"}
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON_HEADERS = (("Access-Control-Allow-Origin", "*"), ("Content-Type", "application/json"))
 _TEXT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"),
                  ("X-Content-Type-Options", "nosniff"))
@@ -172,15 +174,66 @@ class Monitor:
     # ----------------------------------------------------------------- endpoints
 
     def _healthz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
-        # A standalone server that is up is healthy for every variant nats-server offers
-        # (js-enabled-only, js-server-only, js-enabled): JetStream here has no meta group or
-        # replicas to wait for. The options are still parsed so bad values fail as in Go.
         try:
-            for name in ("js-enabled-only", "js-server-only", "js-enabled"):
-                _bool_param(query, name)
+            flags = {name: _bool_param(query, name) for name in (
+                "js-enabled", "js-enabled-only", "js-server-only", "js-meta-only", "details")}
         except ValueError as exc:
             return 400, str(exc).encode(), _TEXT_HEADERS
-        return 200, b'{"status":"ok"}', _JSON_HEADERS
+        code, health = self.healthz(
+            account=query.get("account", ""), stream=query.get("stream", ""),
+            consumer=query.get("consumer", ""), details=flags["details"],
+            js_server_only=flags["js-server-only"],
+            js_enabled_only=flags["js-enabled-only"] or flags["js-enabled"])
+        log = self._log
+        if log is not None and code != 200:
+            failed = (f"{go_quote(health['error'])}" if "error" in health
+                      else f"{len(health.get('errors', ()))} errors")
+            log.warn(f"Healthcheck failed: {failed}")
+        body = json.dumps(health, separators=(",", ":"), ensure_ascii=False)
+        body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return code, body.encode(), _JSON_HEADERS
+
+    def healthz(self, *, account: str = "", stream: str = "", consumer: str = "",
+                details: bool = False, js_server_only: bool = False,
+                js_enabled_only: bool = False) -> tuple[int, dict[str, Any]]:
+        """nats-server's single-server health check: the HTTP status and the JSON answer.
+
+        The checks run in nats-server's order: ``stream`` needs ``account`` and ``consumer``
+        needs ``stream`` (400); a server without JetStream, or asked ``js-server-only`` /
+        ``js-enabled-only``, is healthy once up; otherwise the account, stream and consumer
+        asked for must exist (404). As on a single nats-server, which looks the streams up in
+        its store directory, only file streams count: a memory stream is "not found".
+        ``details`` lists the problems as typed ``errors`` instead of one ``error``."""
+        def problem(code: int, kind: str, text: str, status: str = "unavailable",
+                    **where: str) -> tuple[int, dict[str, Any]]:
+            if details:
+                return code, {"status": "error",
+                              "errors": [{"type": kind, **where, "error": text}]}
+            return code, {"status": status, "error": text}
+
+        if stream and not account:
+            return problem(400, "BAD_REQUEST",
+                           '"account" must not be empty when checking stream health', "error")
+        if consumer and not stream:
+            return problem(400, "BAD_REQUEST",
+                           '"stream" must not be empty when checking consumer health', "error")
+        engine = getattr(self.server, "jetstream", None)
+        if js_server_only or engine is None or js_enabled_only or not account:
+            return 200, {"status": "ok"}
+        accounts = getattr(engine, "accounts_with_store", None)
+        if account not in (accounts() if callable(accounts) else ("$G",)):
+            return problem(404, "ACCOUNT", f"JetStream account {go_quote(account)} not found",
+                           account=account)
+        found = engine.streams.get(stream) if stream else None
+        if stream and (found is None or found.config.storage != "file"):
+            return problem(404, "STREAM", f"JetStream stream {go_quote(stream)} not found on "
+                           f"account {go_quote(account)}", account=account, stream=stream)
+        if consumer and (found is None or consumer not in found.consumers):
+            return problem(404, "CONSUMER", f"JetStream consumer {go_quote(consumer)} not "
+                           f"found for stream {go_quote(stream)} on account "
+                           f"{go_quote(account)}", account=account, stream=stream,
+                           consumer=consumer)
+        return 200, {"status": "ok"}
 
     def _varz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return 200, _json(self.varz()), _JSON_HEADERS

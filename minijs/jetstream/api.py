@@ -412,7 +412,8 @@ class JetStreamApi:
         # api.errors does not count.
         if stream.config.storage == "file":
             # The file store reports these itself, wrapped as 500/10057 (observed on 2.15.1).
-            if seq == 0:
+            # Below the first message no block holds the sequence: "not found", not "EOF".
+            if seq == 0 or (seq < stream.store.first_seq and seq <= stream.store.last_seq):
                 return _uncounted(E.stream_msg_delete_failed("no message found"))
             if seq > stream.store.last_seq:
                 return _uncounted(E.stream_msg_delete_failed("stream store EOF"))

@@ -31,6 +31,7 @@ from minijs.core import subjects as _subjects
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream import schedules as _schedules
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, to_json_dict
@@ -156,6 +157,8 @@ class Stream:
         self.followers: list[Any] = []
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
+        #: Message schedules (``allow_msg_schedules``), see schedules.py.
+        self.schedules: _schedules.MsgSchedules | None = None
         self._apply_config(config)
 
     # ------------------------------------------------------------------ lifecycle
@@ -170,6 +173,8 @@ class Stream:
             from minijs.jetstream.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
+        if cfg.allow_msg_schedules and self.schedules is None:
+            self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
         if cfg.republish and cfg.republish.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
@@ -184,6 +189,8 @@ class Stream:
         last = self.store.load_last()
         self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
         self._schedule_expiry()
+        if self.schedules is not None:
+            self.schedules.recover()
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config change (subjects, limits, flags)."""
@@ -214,6 +221,8 @@ class Stream:
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
+        if self.schedules is not None:
+            self.schedules.stop()
         self.closed = True
 
     def close(self) -> None:
@@ -329,6 +338,9 @@ class Stream:
                 want = _parse_uint(h[H.EXPECTED_LAST_SEQ])
                 if want != store.last_seq:
                     raise E.wrong_last_sequence(store.last_seq)
+            if b"Nats-Schedul" in hdr:
+                hdr = _schedules.check_publish(self, subject, hdr, h)
+                h = H.parse(hdr)
             if H.STREAM_SOURCE in h:
                 raise E.message_source_hdr_not_allowed()
             msg_id = h.get(H.MSG_ID, "")
@@ -380,10 +392,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, seq):
+            if self._purge_store(subject, seq, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(seq):
+            if self._purge_store(None, 0, 1, compact_at=seq):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -397,6 +409,8 @@ class Stream:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((seq, subject))
+        if self.schedules is not None:
+            self.schedules.stored(seq, subject, hdr, ts)
         return self._ack_prefix + b"%d}" % seq
 
     def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
@@ -465,10 +479,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, stored):
+            if self._purge_store(subject, stored, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(stored):
+            if self._purge_store(None, 0, 1, compact_at=stored):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -722,9 +736,33 @@ class Stream:
     # ------------------------------------------------------------------ operations for the API
 
     def purge(self, subject: str | None, seq: int, keep: int) -> int:
-        n = self.store.purge(subject or None, seq, keep)
+        n = self._purge_store(subject or None, seq, keep)
         self.engine.mark_dirty(self)
         self._purged(subject or None)
+        return n
+
+    def _purge_store(self, subject: str | None, seq: int, keep: int, *,
+                     compact_at: int = 0) -> int:
+        """Purge the store (``compact_at``: a rollup of everything below that sequence, which
+        nats-server runs as a purge keeping one). nats-server's stores report a purge that
+        took exactly one message through the subject/keep path (not a whole-stream purge or a
+        compaction) as a single removal: the consumers whose filter takes the subject reported
+        (on a memory stream the message's, on a file stream the purge's own, ``>`` for none)
+        see the message deleted, so one they have pending is terminated, before the purge
+        moves them."""
+        store = self.store
+        whole = not compact_at and subject in (None, ">") and ((not keep and not seq) or seq > 1)
+        first = first_subject = None
+        if not whole and self.consumers and store.msgs:
+            first = store.next_seq(store.first_seq, subject)
+            first_subject = store.subject_for_seq(first) if first else None
+        n = store.compact(compact_at) if compact_at else store.purge(subject, seq, keep)
+        if n == 1 and first is not None and first_subject is not None:
+            reported = first_subject if store.storage == "memory" else (subject or ">")
+            for consumer in list(self.consumers.values()):
+                if any(_subjects.subject_matches(f, reported)
+                       for f in (consumer.filters or (">",))):
+                    consumer.on_removed([first])
         return n
 
     def _purged(self, subject: str | None) -> None:
