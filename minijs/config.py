@@ -16,6 +16,71 @@ DEFAULT_PORT = 4222
 RANDOM_PORT = -1
 
 
+# ----------------------------------------------------------------------------- JetStream options
+# (kept apart from the rest of the file: the jetstream { } block and the account limits)
+
+
+@dataclass(frozen=True)
+class AccountLimits:
+    """JetStream limits of one account (nats-server's ``JetStreamAccountLimits``); -1 and
+    ``False`` are "no limit". The server-wide config leaves them unlimited for ``$G``;
+    an ``accounts { A: { jetstream { ... } } }`` block fills them per account."""
+
+    max_memory: int = -1
+    max_storage: int = -1
+    max_streams: int = -1
+    max_consumers: int = -1
+    max_ack_pending: int = -1
+    memory_max_stream_bytes: int = -1
+    storage_max_stream_bytes: int = -1
+    max_bytes_required: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``limits`` object of ``$JS.API.INFO``, in nats-server's field order."""
+        return {
+            "max_memory": self.max_memory, "max_storage": self.max_storage,
+            "max_streams": self.max_streams, "max_consumers": self.max_consumers,
+            "max_ack_pending": self.max_ack_pending,
+            "memory_max_stream_bytes": self.memory_max_stream_bytes,
+            "storage_max_stream_bytes": self.storage_max_stream_bytes,
+            "max_bytes_required": self.max_bytes_required,
+        }
+
+
+@dataclass(frozen=True)
+class JetStreamLimitOpts:
+    """``jetstream { limits { ... } }``: server-wide limits (nats-server's ``JSLimitOpts``);
+    0 is "not set". ``duplicate_window`` and ``batch_timeout`` are nanoseconds."""
+
+    max_request_batch: int = 0
+    max_ack_pending: int = 0
+    max_ha_assets: int = 0
+    duplicate_window: int = 0
+    batch_max_inflight_per_stream: int = 0
+    batch_max_inflight_total: int = 0
+    batch_max_msgs: int = 0
+    batch_timeout: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``limits`` of /varz ``jetstream`` and /jsz (Go's omitempty fields)."""
+        out: dict[str, Any] = {}
+        for key, value in (("max_request_batch", self.max_request_batch),
+                           ("max_ack_pending", self.max_ack_pending),
+                           ("max_ha_assets", self.max_ha_assets),
+                           ("max_duplicate_window", self.duplicate_window),
+                           ("max_batch_inflight_per_stream", self.batch_max_inflight_per_stream),
+                           ("max_batch_inflight_total", self.batch_max_inflight_total),
+                           ("max_batch_size", self.batch_max_msgs),
+                           ("max_batch_timeout", self.batch_timeout)):
+            if value:
+                out[key] = value
+        out["default_max_consumers"] = 1000
+        return out
+
+
+# ----------------------------------------------------------------------------- the server
+
+
 @dataclass
 class ServerConfig:
     """Everything that shapes a server. Defaults are nats-server's unless noted."""
@@ -27,6 +92,21 @@ class ServerConfig:
     store_dir: str | None = None  # None: memory only; file streams live in a temp dir
     max_memory_store: int = -1
     max_file_store: int = -1
+    # -- the rest of the jetstream { } block (see confparse.py); applied where a client sees it
+    js_domain: str = ""  # $JS.<domain>.API.>, "domain" in pub acks, infos and advisories
+    js_strict: bool = True
+    js_sync_interval: float = 120.0  # seconds; shown in /varz, LMDB commits are durable anyway
+    js_sync_always: bool = False
+    js_unique_tag: str = ""
+    js_max_outstanding_catchup: int = 0  # cluster catch-up: accepted, no effect on one server
+    js_max_buffered_size: int = 0  # stream ingest queue bounds: accepted, minijs has no queue
+    js_max_buffered_msgs: int = 0
+    js_request_queue_limit: int = 0
+    js_info_queue_limit: int = 0
+    js_extension_hint: str = ""
+    js_limits: JetStreamLimitOpts = field(default_factory=JetStreamLimitOpts)
+    js_account_limits: AccountLimits = field(default_factory=AccountLimits)
+    # -- end of the jetstream options
     http_host: str | None = None  # monitoring host; defaults to `host`
     http_port: int | None = None  # None: no monitoring endpoint
     user: str | None = None

@@ -19,7 +19,13 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from minijs.config import DEFAULT_PORT, RANDOM_PORT, ServerConfig
+from minijs.config import (
+    DEFAULT_PORT,
+    RANDOM_PORT,
+    AccountLimits,
+    JetStreamLimitOpts,
+    ServerConfig,
+)
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
 
@@ -577,15 +583,146 @@ class _Mapper:
             k = sub.key.lower()
             if k in ("store", "store_dir", "storedir"):
                 self.store_dir(sub)
-            elif k in ("max_memory_store", "max_mem_store", "max_mem"):
-                c["max_memory_store"] = self.storage_size(sub)
-            elif k in ("max_file_store", "max_file"):
-                c["max_file_store"] = self.storage_size(sub)
             elif k in ("enable", "enabled"):
                 enable = self.bool_(sub)
-            elif not sub.used:
+            elif not self.jetstream_option(k, sub) and not sub.used:
                 raise self.unknown(sub, "jetstream")
         c["jetstream"] = enable
+
+    # -- jetstream { } options (nats-server's parseJetStream); kept together for merging
+
+    def jetstream_option(self, k: str, sub: Entry) -> bool:
+        """One key of the ``jetstream { }`` map besides enable/store; False if unknown."""
+        c = self.changes
+        if k in ("max_memory_store", "max_mem_store", "max_mem"):
+            c["max_memory_store"] = self.storage_size(sub)
+        elif k in ("max_file_store", "max_file"):
+            c["max_file_store"] = self.storage_size(sub)
+        elif k == "strict":
+            c["js_strict"] = self.bool_(sub)
+        elif k in ("sync", "sync_interval"):
+            n = sub.node
+            if n.kind == "string" and n.value.lower() == "always":
+                c["js_sync_interval"] = 120.0
+                c["js_sync_always"] = True
+            elif n.kind != "string":
+                raise self.fail(sub, f'invalid use of field "{sub.key}": {sub.key} should be '
+                                     "converted to a duration")
+            else:
+                c["js_sync_interval"] = self.duration(sub)
+        elif k == "domain":
+            domain = self.str_(sub)
+            # nats-server's validateJetStreamOptions, at startup (no file position)
+            if domain and (re.search(r"[\s]", domain) or not domain.strip(".")):
+                raise ConfigError(f'invalid domain name: derived "$JS.{domain}.API.>" is not '
+                                  "a valid subject")
+            if re.search(r"[.*>\s\\/]", domain):
+                raise ConfigError("invalid domain name: may not contain ., * or >")
+            c["js_domain"] = domain
+        elif k == "unique_tag":
+            c["js_unique_tag"] = self.str_(sub).strip().lower()
+        elif k == "extension_hint":
+            c["js_extension_hint"] = self.str_(sub)
+        elif k in ("max_outstanding_catchup", "max_buffered_size"):
+            c["js_" + k] = self.storage_size(sub)
+        elif k in ("max_buffered_msgs", "request_queue_limit", "info_queue_limit"):
+            if sub.node.kind != "int":
+                raise self.fail(sub, f'Expected a parseable size for "{sub.key}", '
+                                     f"got {sub.node.value}")
+            c["js_" + k] = sub.node.value
+        elif k in ("meta_compact", "max_concurrent_io"):
+            n = sub.node
+            lo, hi = (0, 1 << 63) if k == "meta_compact" else (4, 8192)
+            if n.kind != "int" or not lo <= n.value <= hi:
+                extra = "" if k == "meta_compact" else " between 4 and 8192"
+                raise self.fail(sub, f'Expected an absolute size for "{sub.key}"{extra}, '
+                                     f"got {n.value}")
+        elif k == "meta_compact_size":
+            if self.storage_size(sub) < 0:
+                raise self.fail(sub, f'Expected an absolute size for "{sub.key}", '
+                                     f"got {sub.node.value}")
+        elif k == "meta_compact_sync":
+            self.bool_(sub)  # clustered meta layer only: accepted, nothing to compact
+        elif k == "limits":
+            c["js_limits"] = self.jetstream_limits(sub)
+        else:
+            return False
+        return True
+
+    def jetstream_limits(self, e: Entry) -> Any:
+        """``jetstream { limits { max_ack_pending, max_ha_assets, max_request_batch,
+        duplicate_window, batch { ... } } }`` (nats-server's parseJetStreamLimits)."""
+        values: dict[str, int] = {}
+        for sub in self.map_(e).entries.values():
+            k = sub.key.lower()
+            if k in ("max_ack_pending", "max_ha_assets", "max_request_batch"):
+                values[k] = self.int_(sub)
+            elif k == "duplicate_window":
+                values["duplicate_window"] = self.go_duration_ns(sub)
+            elif k == "batch":
+                for b in self.map_(sub).entries.values():
+                    bk = b.key.lower()
+                    if bk in ("max_inflight_per_stream", "max_inflight_total", "max_msgs"):
+                        values["batch_" + bk] = self.int_(b)
+                    elif bk == "timeout":
+                        values["batch_timeout"] = self.go_duration_ns(b)
+                    elif not b.used:
+                        raise self.fail(b, f'unknown field "{b.key}"')
+            elif not sub.used:
+                raise self.fail(sub, f'unknown field "{sub.key}"')
+        return JetStreamLimitOpts(**values)
+
+    def go_duration_ns(self, e: Entry) -> int:
+        """A Go ``time.ParseDuration`` string (no bare numbers), in nanoseconds."""
+        n = e.node
+        if n.kind != "string":
+            raise self.fail(n, f"{e.key}: expected a duration such as \"2m\", got {_describe(n)}")
+        try:
+            return round(parse_duration(n.value) * 1_000_000_000)
+        except ValueError as exc:
+            raise self.fail(n, str(exc)) from None
+
+    def account_jetstream(self, e: Entry) -> AccountLimits | None:
+        """An account's ``jetstream`` value (nats-server's parseJetStreamForAccount): ``None``
+        when disabled, else its limits (-1 / ``False`` for what is not set). For the accounts
+        block: ``accounts { A: { jetstream: { max_mem: 1G, max_streams: 10 } } }``."""
+        n = e.node
+        if n.kind == "bool":
+            return AccountLimits() if n.value else None
+        if n.kind == "string":
+            word = n.value.lower()
+            if word in ("enabled", "enable"):
+                return AccountLimits()
+            if word in ("disabled", "disable"):
+                return None
+            raise self.fail(n, "Expected 'enabled' or 'disabled' for string value, "
+                               f"got '{n.value}'")
+        if n.kind != "map":
+            raise self.fail(n, "Expected map, bool or string to define JetStream, got "
+                               f"{_describe(n)}")
+        values: dict[str, Any] = {}
+        for sub in n.value.entries.values():
+            k = sub.key.lower()
+            name = _ACCOUNT_JS_KEYS.get(k)
+            if name == "max_bytes_required":
+                if sub.node.kind != "bool":
+                    raise self.fail(sub, f'Expected a parseable bool for "{sub.key}", '
+                                         f"got {sub.node.value}")
+                values[name] = sub.node.value
+            elif name is not None:
+                if sub.node.kind != "int":
+                    raise self.fail(sub, f'Expected a parseable size for "{sub.key}", '
+                                         f"got {sub.node.value}")
+                values[name] = sub.node.value
+            elif k == "cluster_traffic":
+                if sub.node.kind != "string" or sub.node.value not in ("system", "owner", ""):
+                    raise self.fail(sub, "Expected 'system' or 'owner' string value for "
+                                         f'"{sub.key}", got {sub.node.value}')
+            elif not sub.used:
+                raise self.fail(sub, f'unknown field "{sub.key}"')
+        return AccountLimits(**values)
+
+    # -- end of the jetstream { } options
 
     def store_dir(self, e: Entry) -> None:
         if "store_dir" in self.changes:
@@ -636,6 +773,24 @@ def parse_duration(text: str) -> float:
     return sign * total
 
 
+#: An account's ``jetstream { }`` keys (nats-server's parseJetStreamForAccount) to AccountLimits.
+_ACCOUNT_JS_KEYS = {
+    "max_memory": "max_memory", "max_mem": "max_memory", "mem": "max_memory",
+    "memory": "max_memory",
+    "max_store": "max_storage", "max_file": "max_storage", "max_disk": "max_storage",
+    "store": "max_storage", "disk": "max_storage",
+    "max_streams": "max_streams", "streams": "max_streams",
+    "max_consumers": "max_consumers", "consumers": "max_consumers",
+    "max_bytes_required": "max_bytes_required", "max_stream_bytes": "max_bytes_required",
+    "max_bytes": "max_bytes_required",
+    "mem_max_stream_bytes": "memory_max_stream_bytes",
+    "memory_max_stream_bytes": "memory_max_stream_bytes",
+    "disk_max_stream_bytes": "storage_max_stream_bytes",
+    "store_max_stream_bytes": "storage_max_stream_bytes",
+    "max_ack_pending": "max_ack_pending",
+}
+
+
 #: nats-server settings minijs knows of but does not implement, per block: a clear error
 #: ("not supported") rather than "unknown field", and never a silent no-op.
 _UNSUPPORTED: dict[str, set[str]] = {
@@ -657,13 +812,10 @@ _UNSUPPORTED: dict[str, set[str]] = {
     },
     "authorization": {"users", "permissions", "default_permissions", "nkeys", "auth_callout",
                       "accounts"},
-    "jetstream": {"domain", "key", "ek", "encryption_key", "prev_key", "prev_ek",
-                  "prev_encryption_key", "cipher", "extension_hint", "limits", "unique_tag",
-                  "max_outstanding_catchup", "max_catchup", "max_buffered_msgs",
-                  "max_buffered_size", "request_queue_limit", "sync", "sync_interval",
-                  "strict", "tpm", "compress_ok", "max_ack_pending", "max_request_batch",
-                  "max_ha_assets", "duplicate_window", "meta_compact", "meta_compact_size",
-                  "meta_compact_sync"},
+    # Encryption at rest (and its TPM key source) is the one jetstream { } feature minijs
+    # does not have: refused by name rather than storing in clear what was meant encrypted.
+    "jetstream": {"key", "ek", "encryption_key", "prev_key", "prev_ek", "prev_encryption_key",
+                  "cipher", "tpm"},
 }
 
 

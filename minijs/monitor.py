@@ -607,16 +607,16 @@ class Monitor:
             st = stream.store.state()
             messages += st.msgs
             total_bytes += st.bytes
-        js_config = dict(self._jetstream() or {}).get("config", {})
-        js_config = dict(js_config)
-        js_config["sync_interval"] = _ns(SYNC_INTERVAL)
-        js_config["strict"] = True
+        section = dict(self._jetstream() or {})
+        js_config = dict(section.get("config", {}))
+        js_config.setdefault("sync_interval", _ns(SYNC_INTERVAL))
+        res_mem, res_sto = engine.reserved() if hasattr(engine, "reserved") else (0, 0)
         report: dict[str, Any] = {
-            "memory": mem, "storage": sto, "reserved_memory": 0, "reserved_storage": 0,
+            "memory": mem, "storage": sto, "reserved_memory": res_mem, "reserved_storage": res_sto,
             "accounts": 1, "ha_assets": 0, "api": api,
             "server_id": server.server_id, "now": rfc3339(now),
             "config": js_config,
-            "limits": {"default_max_consumers": 1000},
+            "limits": section.get("limits", {"default_max_consumers": 1000}),
             "streams": len(all_streams), "consumers": engine.num_consumers(),
             "messages": messages, "bytes": total_bytes,
         }

@@ -312,7 +312,7 @@ def test_used_variable_definitions_are_not_unknown_fields():
     ("jetstream { max_memory: 1 }", 'unknown field "max_memory" in jetstream'),
     ("cluster { port: 6222 }", 'field "cluster" is a nats-server setting that minijs does not'),
     ("tls { cert_file: x }", "does not support"),
-    ("jetstream { domain: hub }", 'field "domain" in jetstream'),
+    ("jetstream { key: s3cr3t }", 'field "key" in jetstream'),
     ("authorization { users: [] }", 'field "users" in authorization'),
     ('port: "4222"', "port: expected an integer, got string '4222'"),
     ("max_payload: \"1KB\"", "max_payload: expected an integer"),

@@ -163,6 +163,8 @@ class Router:
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
+        if self.jetstream is not None and getattr(config, "js_domain", ""):
+            fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if connect_info:
             fields["connect_info"] = True
             fields["remote_account"] = "$G"

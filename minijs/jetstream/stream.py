@@ -51,8 +51,27 @@ class StreamOwner(Protocol):
     log: "Logger"
     advisories: Advisories
 
+    #: The JetStream domain ("" without one): pub acks carry it.
+    domain: str
+    #: True when a server or account storage bound is configured (publishes check it).
+    publish_limits: bool
+
     def mark_dirty(self, stream: "Stream") -> None:
         """Commit ``stream``'s buffered writes (and send their acks) at the end of this turn."""
+
+    def check_server_room(self, storage: str) -> None:
+        """503/10023 when the server's usage of ``storage`` is already above its limit."""
+
+    def check_account_room(self, storage: str, size: int) -> None:
+        """400/10002 when ``size`` more bytes would pass the account's limit."""
+
+    #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
+    max_buffered_size: int
+    #: The account's name in log lines (``$G``).
+    account_name: str
+
+    def log_limit(self, key: str, text: str, *, error: bool) -> None:
+        """Log ``text`` at most every 10 s per ``key``."""
 
 MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
@@ -104,7 +123,9 @@ class Stream:
 
     def _apply_config(self, cfg: StreamConfig) -> None:
         self.config = cfg
-        self._ack_prefix = b'{"stream":' + J.dumps(cfg.name) + b',"seq":'
+        domain = getattr(self.engine, "domain", "")
+        self._ack_prefix = (b'{"stream":' + J.dumps(cfg.name)
+                            + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
@@ -186,6 +207,11 @@ class Stream:
                     hdr: bytes | None, payload: bytes, origin: Any) -> None:
         if self.closed:
             return
+        limit = self.engine.max_buffered_size
+        if limit > 0 and (len(subject) + len(payload) + (len(hdr) if hdr else 0)
+                          + (len(reply) if reply else 0)) > limit:
+            self._ingest_refused(reply)
+            return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
         except Exception as exc:
@@ -213,6 +239,20 @@ class Stream:
                 self.engine.mark_dirty(self)  # announced by flush(), after the commit
             else:
                 self._release_signals()
+
+    def _ingest_refused(self, reply: bytes | None) -> None:
+        """A message larger than ``jetstream { max_buffered_size }`` never fits nats-server's
+        stream ingest queue: dropped, answered 429 (minijs has no queue, so only this case of
+        the limit applies; ``max_buffered_msgs`` never fills)."""
+        self.engine.log_limit(f"ingest {self.name}", "Dropping messages due to excessive "
+                              f"stream ingest rate on '{self.engine.account_name}' > "
+                              f"'{self.name}': IPQ size limit "
+                              "reached", error=False)
+        if reply:
+            err = E.stream_too_many_requests()
+            body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
+                    + b',"seq":0}')
+            self.server.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n", body)
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
                 reply: bytes | None = None) -> bytes | None:
@@ -287,6 +327,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             seq = store.skip_msg(now)
@@ -294,6 +337,11 @@ class Stream:
                 self._record_dedup(msg_id, seq, now)
             self.engine.mark_dirty(self)
             return self._ack_prefix + b"%d}" % seq
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            # memStoreMsgSize / fileStoreMsgSize
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
@@ -364,6 +412,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             if seq:
@@ -374,6 +425,10 @@ class Stream:
                 self._record_dedup(msg_id, stored, now)
             self._after_replicated()
             return stored
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq=seq or None)
@@ -722,12 +777,15 @@ class Stream:
         out["consumer_count"] = len(self.consumers)
         return out
 
-    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, **state_kw: Any) -> dict:
+    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, domain: str = "",
+                  **state_kw: Any) -> dict:
         out: dict[str, Any] = {
             "config": to_json_dict(self.config, dynamic_metadata=dynamic_metadata),
             "created": J.go_time(self.created),
             "state": self.state_json(**state_kw),
         }
+        if domain:
+            out["domain"] = domain
         if cluster:
             out["cluster"] = {"leader": self.server.server_name}
         if self.links_info is not None:
