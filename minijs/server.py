@@ -38,6 +38,12 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
 T = TypeVar("T")
 
 
+#: minijs runs JetStream in the global account only; accounts with JetStream are refused.
+JETSTREAM_ACCOUNTS_UNSUPPORTED = (
+    "JetStream with accounts is not supported by minijs: JetStream runs in the global account "
+    "only (remove the accounts block or JetStream)")
+
+
 class Server(Router):
     """A NATS server in this process's event loop.
 
@@ -83,6 +89,8 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if config.jetstream and config.accounts:
+            raise ValueError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.engine import check_store_dir
 
