@@ -405,8 +405,15 @@ class Connection(asyncio.Protocol):
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
         if not self._authenticate(opts):
+            # nats-server's authViolation log line.
+            if opts.get("user"):
+                who = f' - User {wire.quote(str(opts["user"]).encode())}'
+            elif opts.get("auth_token"):
+                who = ' - Token "[REDACTED]"'
+            else:
+                who = ""
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
-                                  f'"{self.name}" - {ERR_AUTH_VIOLATION}')
+                                  f"authentication error{who}")
             self.fail(ERR_AUTH_VIOLATION)
             return
         protocol = opts.get("protocol", 0)
@@ -445,9 +452,6 @@ class Connection(asyncio.Protocol):
                 password = user.password if user is not None else ""
             user = self.server.find_user(name) if name else None
             if user is None or not check_password(user.password, password):
-                if name:
-                    self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
-                                          f'authentication error - User "{name}"')
                 return False
             self._login(user)
         return True
