@@ -238,3 +238,55 @@ def test_bad_auth_config_refused(target: str, tmp_path: Path, text: str, message
     """Bad authorization settings stop the server at startup with nats-server's message."""
     stderr = _refused(target, tmp_path, text)
     assert message in stderr, stderr
+
+
+JS_CONF = """
+authorization {
+  users = [
+    { user: app, password: pa, permissions: {
+        publish: ["$JS.API.>", "orders.>", "$JS.ACK.>"]
+        subscribe: ["_INBOX.>"]
+    } }
+    { user: reader, password: pr, permissions: {
+        publish: { deny: ["$JS.API.STREAM.DELETE.>", "orders.>"] }
+        subscribe: "_INBOX.>"
+    } }
+  ]
+}
+"""
+
+
+async def test_jetstream_with_permissions(target: str, spawn: SpawnFn,
+                                          nats_connect: Any) -> None:
+    """The permissions a JetStream client needs (``$JS.API.>``, ``_INBOX.>``, ``$JS.ACK.>``):
+    a user with them creates a stream, publishes, fetches and acks; a user denied an API
+    subject gets the publish violation, which nats-py surfaces as an error (no answer)."""
+    import nats
+    import nats.errors
+
+    ep = spawn(config=JS_CONF, jetstream=True)
+    app = await nats_connect(ep, user="app", password="pa")
+    js = app.jetstream()
+    await js.add_stream(name="ORDERS", subjects=["orders.>"])
+    ack = await js.publish("orders.1", b"one")
+    assert ack.stream == "ORDERS" and ack.seq == 1
+    sub = await js.pull_subscribe("orders.>", "worker")
+    got = await sub.fetch(1, timeout=5)
+    assert got[0].data == b"one"
+    await got[0].ack_sync(timeout=5)
+    info = await js.consumer_info("ORDERS", "worker")
+    assert info.num_ack_pending == 0 and info.ack_floor.stream_seq == 1
+
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(exc)
+
+    reader = await nats_connect(ep, user="reader", password="pr", error_cb=on_error)
+    rjs = reader.jetstream(timeout=1)
+    assert (await rjs.stream_info("ORDERS")).state.messages == 1
+    with pytest.raises(nats.errors.TimeoutError):
+        await rjs.delete_stream("ORDERS")
+    assert any('permissions violation for publish to "$js.api.stream.delete.orders"'
+               in str(e).lower() for e in errors), errors  # nats-py lower-cases the text
+    assert (await js.stream_info("ORDERS")).state.messages == 1
