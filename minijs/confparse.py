@@ -225,8 +225,10 @@ class _Parser:
             with open(inc_path, encoding="utf-8") as f:
                 text = f.read()
         except OSError as exc:
-            raise ConfigError(f"error parsing include file '{node.value}', "
-                              f"{exc.strerror or exc}", self.path, line, col) from None
+            reason = (exc.strerror or str(exc)).lower()
+            raise ConfigError(f"error parsing include file '{node.value}', open "
+                              f"{os.path.normpath(inc_path)}: {reason}", self.path, line,
+                              col) from None
         sub = _Parser(text, inc_path)
         sub.scopes = list(self.scopes)
         while True:
