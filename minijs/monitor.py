@@ -347,14 +347,14 @@ class Monitor:
         }
 
     def _authorized_user(self, conn: Any) -> str:
-        """The user a connection authenticated as: the one configured user, ``[REDACTED]``
-        for token auth (as nats-server shows it), or nothing."""
+        """The user a connection authenticated as (a ``users`` entry or the one configured
+        user), ``[REDACTED]`` for token auth (as nats-server shows it), or nothing."""
         if not getattr(conn, "connected", False):
             return ""
         config = self.server.config
         if getattr(config, "token", None):
             return "[REDACTED]"
-        return getattr(config, "user", None) or ""
+        return getattr(conn, "user", None) or getattr(config, "user", None) or ""
 
     def _conn_info(self, conn: Any, now: float, mono: float, with_subs: bool,
                    detail: bool, auth: bool = False) -> dict[str, Any]:
