@@ -74,6 +74,16 @@ def test_users_array_logins(target: str, spawn: SpawnFn) -> None:
                    {"user": "dave", "pass": BCRYPT_S3CRET}, {"auth_token": "pa"}):
         with try_login(ep, **fields) as client:
             client.assert_closed(expect_data=AUTH_VIOLATION)
+    assert "[WRN] Plaintext passwords detected, use nkeys or bcrypt" in ep.log
+
+
+def test_bcrypt_only_config_has_no_plaintext_warning(target: str, spawn: SpawnFn) -> None:
+    """Only bcrypt hashes: no plaintext-password warning at startup; the hash logs in."""
+    ep = spawn(config='authorization { users = [ { user: dave, password: "%s" } ] }\n'
+               % BCRYPT_S3CRET)
+    with login(ep, "dave", "s3cret") as client:
+        assert client.barrier() == b""
+    assert "Plaintext passwords" not in ep.log
 
 
 def test_publish_permissions(target: str, spawn: SpawnFn) -> None:

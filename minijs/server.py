@@ -44,6 +44,16 @@ JETSTREAM_ACCOUNTS_UNSUPPORTED = (
     "only (remove the accounts block or JetStream)")
 
 
+def _plaintext_passwords(config: ServerConfig) -> bool:
+    """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
+    from minijs.core.connection import is_bcrypt
+
+    passwords = [u.password for u in config.users]
+    if config.password:
+        passwords.append(config.password)
+    return any(not is_bcrypt(p) for p in passwords)
+
+
 class Server(Router):
     """A NATS server in this process's event loop.
 
@@ -89,6 +99,8 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if _plaintext_passwords(config):
+            log.warn("Plaintext passwords detected, use nkeys or bcrypt")
         if config.jetstream and config.accounts:
             raise ValueError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
         if config.jetstream and config.store_dir and self.jetstream is None:

@@ -655,7 +655,7 @@ class Connection(asyncio.Protocol):
 
 def check_password(stored: str, given: str) -> bool:
     """nats-server's comparePasswords: a bcrypt hash (``$2a$``, ``$2b$``, ...) or plain text."""
-    if _BCRYPT_RE.match(stored):
+    if is_bcrypt(stored):
         try:
             import bcrypt
         except ImportError:  # pragma: no cover - bcrypt is a dependency
@@ -668,6 +668,11 @@ def check_password(stored: str, given: str) -> bool:
 
 
 _BCRYPT_RE = re.compile(r"\$2[abxy]\$\d{2}\$")
+
+
+def is_bcrypt(password: str) -> bool:
+    """nats-server's isBcrypt: ``$2a$``/``$2b$``/``$2x$``/``$2y$`` and a two-digit cost."""
+    return _BCRYPT_RE.match(password) is not None
 
 
 def _quote(body: bytes) -> str:
