@@ -76,7 +76,12 @@ def test_client_permissions_checks():
     assert perms.can_subscribe(b"s.x", None) and not perms.can_subscribe(b"s.bad", None)
     assert perms.can_subscribe(b"q.x", b"g") and not perms.can_subscribe(b"q.x", None)
     assert not perms.can_subscribe(b"q.x", b"h")
-    assert perms.denies_delivery(b"s.bad") and not perms.denies_delivery(b"s.ok")
+    assert not perms.deliver_filter
+    perms.subscribed(b"s.ok", None)
+    assert not perms.deliver_filter
+    perms.subscribed(b"s.*", None)
+    assert perms.deliver_filter
+    assert perms.denies_delivery(b"s.bad", None) and not perms.denies_delivery(b"s.ok", None)
     perms.track_reply(b"_INBOX.1")
     assert perms.can_publish(b"_INBOX.1") and perms.can_publish(b"_INBOX.1")
     assert not perms.can_publish(b"_INBOX.1")

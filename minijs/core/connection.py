@@ -546,6 +546,8 @@ class Connection(asyncio.Protocol):
                 self._violation(f"Permissions Violation for Subscription to {subj}",
                                 f"Subscription Violation - Subject {subj}, SID {sid_text}")
             return
+        if self.perms is not None:
+            self.perms.subscribed(subject, queue)
         sub = Subscription(subject, sid, queue, conn=self)
         self.subs[sid] = sub
         self.server.add_subscription(sub)
@@ -579,7 +581,7 @@ class Connection(asyncio.Protocol):
         """
         perms = self.perms
         if perms is not None:
-            if perms.sub_deny is not None and perms.denies_delivery(subject):
+            if perms.deliver_filter and perms.denies_delivery(subject, sub.queue):
                 return
             if reply and perms.replies is not None:
                 perms.track_reply(reply)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from minijs.config import Permissions
+from minijs.core.subjects import has_wildcard, subject_matches, subjects_overlap
 from minijs.core.sublist import Sublist, Subscription
 
 #: Cached publish decisions per connection before the cache is dropped (nats-server: 128).
@@ -31,13 +32,17 @@ class ClientPermissions:
     """The checks of one connection (``canSubscribe``/``pubAllowed`` in nats-server)."""
 
     __slots__ = ("pub_allow", "pub_deny", "sub_allow", "sub_deny", "responses", "replies",
-                 "_pcache", "_now")
+                 "deliver_filter", "_deny_subjects", "_pcache", "_now")
 
     def __init__(self, perms: Permissions, now: Callable[[], float]) -> None:
         self.pub_allow = _index(perms.pub_allow, False) if perms.pub_allow is not None else None
         self.pub_deny = _index(perms.pub_deny, False) if perms.pub_deny else None
         self.sub_allow = _index(perms.sub_allow, True) if perms.sub_allow else None
         self.sub_deny = _index(perms.sub_deny, True) if perms.sub_deny else None
+        self._deny_subjects = [d.split()[0].encode() for d in perms.sub_deny or ()]
+        #: Deliveries are checked against the deny list once a wildcard (or queue)
+        #: subscription that can overlap it exists, as nats-server loads its filter then.
+        self.deliver_filter = False
         self.responses = perms.responses
         #: reply subject -> [time first seen, publishes so far] (allow_responses)
         self.replies: dict[bytes, list] | None = {} if perms.responses is not None else None
@@ -108,15 +113,36 @@ class ClientPermissions:
             r = self.sub_allow.match(subject)
             allowed = bool(r.plain)
             if queue and r.groups:
-                allowed = queue in r.groups
+                allowed = _queue_matches(queue, r.groups)
         if allowed and self.sub_deny is not None:
             r = self.sub_deny.match(subject)
             allowed = not r.plain
             if allowed and queue and r.groups:
-                allowed = queue not in r.groups
+                allowed = not _queue_matches(queue, r.groups)
         return allowed
 
-    def denies_delivery(self, subject: bytes) -> bool:
+    def subscribed(self, subject: bytes, queue: bytes | None) -> None:
+        """A subscription was accepted: start filtering deliveries if it can overlap a deny."""
+        if self.deliver_filter or not self._deny_subjects:
+            return
+        if queue or has_wildcard(subject):
+            if any(subjects_overlap(d, subject) for d in self._deny_subjects):
+                self.deliver_filter = True
+
+    def denies_delivery(self, subject: bytes, queue: bytes | None) -> bool:
         """A message on ``subject`` reaching a (wildcard) subscription that a deny rule covers
-        is not delivered (nats-server's delivery-time deny filter)."""
-        return self.sub_deny is not None and bool(self.sub_deny.match(subject).plain)
+        is not delivered (nats-server's delivery-time deny filter, checkDenySub)."""
+        if self.sub_deny is None:
+            return False
+        r = self.sub_deny.match(subject)
+        if r.plain:
+            return True
+        return bool(queue and r.groups and _queue_matches(queue, r.groups))
+
+
+def _queue_matches(queue: bytes, groups: dict[bytes, list]) -> bool:
+    """nats-server's queueMatches: the queue by name, or by a wildcard queue entry."""
+    if queue in groups:
+        return True
+    return any((b"*" in name or b">" in name) and subject_matches(name, queue)
+               for name in groups)
