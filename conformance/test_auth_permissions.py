@@ -300,3 +300,52 @@ async def test_jetstream_with_permissions(target: str, spawn: SpawnFn,
     assert any('permissions violation for publish to "$js.api.stream.delete.orders"'
                in str(e).lower() for e in errors), errors  # nats-py lower-cases the text
     assert (await js.stream_info("ORDERS")).state.messages == 1
+
+
+WILDCARD_CONF = """
+authorization {
+  users = [
+    { user: u, password: p, permissions: { subscribe: { allow: ">",
+                                                        deny: ["foo.bad", "bar.* grpx"] } } }
+    { user: w, password: p, permissions: { subscribe: ["foo.bar", "x.>", "y.*"] } }
+    { user: o, password: p }
+  ]
+}
+"""
+
+
+def test_queue_qualified_denies_and_wildcard_subscribes(target: str, spawn: SpawnFn) -> None:
+    """A queue-qualified deny (``"bar.* grpx"``) refuses that queue group on matching subjects
+    and filters its deliveries; a plain deny filters queue subscriptions too; a wildcard
+    SUB is judged by matching it against the allow list as a subject (``y.>`` passes ``y.*``,
+    as in nats-server; ``foo.*`` does not pass ``foo.bar``)."""
+    ep = spawn(config=WILDCARD_CONF)
+    with login(ep, "u", "p") as u, login(ep, "o", "p") as o, login(ep, "w", "p") as w:
+        u.send(b"SUB foo.* g1 1\r\nSUB bar.x grpx 2\r\nSUB bar.* grpx 3\r\nSUB bar.* grpy 4\r\n"
+               b"SUB > grpx 5\r\nSUB bar.> grpx 6\r\n")
+        assert u.barrier() == (sub_err("bar.x", "grpx") + sub_err("bar.*", "grpx")
+                               + sub_err("bar.>", "grpx"))
+        o.send(pub("foo.bad", b"1") + pub("foo.ok", b"2") + pub("bar.1", b"3")
+               + pub("other", b"4"))
+        assert o.barrier() == b""
+        assert sorted(split_frames(u.barrier())) == sorted([
+            msg("foo.ok", 1, b"2"), msg("foo.ok", 5, b"2"), msg("bar.1", 4, b"3"),
+            msg("other", 5, b"4")])
+        w.send(b"SUB foo.* 1\r\nSUB foo.bar 2\r\nSUB x.* 3\r\nSUB x.> 4\r\nSUB y.> 5\r\n"
+               b"SUB y.* 6\r\nSUB > 7\r\nSUB x.a.> 8\r\nSUB y.a 9\r\n")
+        assert w.barrier() == sub_err("foo.*") + sub_err(">")
+
+
+def test_second_connect_changes_user(target: str, spawn: SpawnFn) -> None:
+    """A second CONNECT as another user drops the subscriptions and applies the new user's
+    permissions."""
+    ep = spawn(config=WILDCARD_CONF)
+    with login(ep, "w", "p") as w, login(ep, "o", "p") as o:
+        w.send(b"SUB x.1 1\r\n")
+        assert w.barrier() == b""
+        w.send(b'CONNECT {"verbose":false,"pedantic":false,"user":"o","pass":"p",'
+               b'"protocol":1}\r\nSUB zz 2\r\n')
+        assert w.barrier() == b""
+        o.send(pub("zz", b"5") + pub("x.1", b"6"))
+        assert o.barrier() == b""
+        assert w.barrier() == msg("zz", 2, b"5")
