@@ -349,3 +349,22 @@ def test_second_connect_changes_user(target: str, spawn: SpawnFn) -> None:
         o.send(pub("zz", b"5") + pub("x.1", b"6"))
         assert o.barrier() == b""
         assert w.barrier() == msg("zz", 2, b"5")
+
+
+def test_connz_names_users_and_accounts(target: str, spawn: SpawnFn) -> None:
+    """``/connz?auth=1`` shows each connection's user, its ``account`` (omitted for ``$G``)
+    and ``name_tag``; ``acc=A`` lists that account's connections only."""
+    from conformance.test_cli import free_port, get_json
+
+    port = free_port()
+    ep = spawn(config=f"http_port: {port}\n"
+                      "authorization { users = [ {user: g, password: p} ] }\n"
+                      "accounts { A: { users: [ {user: a, password: p} ] } }\n")
+    with login(ep, "g", "p"), login(ep, "a", "p"):
+        conns = get_json(port, "/connz?auth=1")["connections"]
+        shown = sorted((c["authorized_user"], c.get("account"), c["name_tag"]) for c in conns)
+        assert shown == [("a", "A", "A"), ("g", None, "$G")]
+        only_a = get_json(port, "/connz?acc=A&auth=1")
+        assert only_a["total"] == 1 and only_a["connections"][0]["authorized_user"] == "a"
+        only_g = get_json(port, "/connz?acc=$G&auth=1")
+        assert only_g["total"] == 1 and only_g["connections"][0]["authorized_user"] == "g"

@@ -318,11 +318,13 @@ class Monitor:
             raise ValueError(f"Error decoding uint64 for 'cid': strconv.ParseUint: parsing "
                              f"{_go_quote(cid_text)}: invalid syntax")
         acc = query.get("acc", "")
-        if acc and acc != GLOBAL_ACCOUNT:
+        if acc and acc not in getattr(server, "account_sublists", (GLOBAL_ACCOUNT,)):
             # nats-server's answer for an account it does not have (empty id, null list)
             return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
                     "offset": offset, "limit": limit, "connections": None}
         conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
+        if acc:
+            conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
         total = len(conns)
         if cid_text:
             # one connection by id: nats-server answers with limit 1, total still all open
@@ -393,6 +395,9 @@ class Monitor:
             user = self._authorized_user(conn)
             if user:
                 info["authorized_user"] = user
+            account = getattr(conn, "account", GLOBAL_ACCOUNT)
+            if account != GLOBAL_ACCOUNT:
+                info["account"] = account
         if with_subs and conn.subs:
             subs = sorted(conn.subs.values(), key=lambda sub: _sid_order(sub.sid))
             if detail:
@@ -401,7 +406,7 @@ class Monitor:
                 info["subscriptions_list"] = [sub.subject.decode(errors="replace")
                                               for sub in subs]
         if auth:
-            info["name_tag"] = GLOBAL_ACCOUNT
+            info["name_tag"] = getattr(conn, "account", GLOBAL_ACCOUNT)
         return info
 
     # ----------------------------------------------------------------- /subsz
