@@ -112,3 +112,21 @@ async def test_accounts_in_process():
             await sub_a.next_msg(timeout=0.2)
         await a.close()
         await b.close()
+
+
+def test_include_inside_a_block_and_variables_across_files(tmp_path):
+    (tmp_path / "users.conf").write_text("PW: secret\nusers: [ {user: u, password: $PW} ]\n")
+    (tmp_path / "main.conf").write_text("authorization {\n  include users.conf\n}\n")
+    cfg = load_config(tmp_path / "main.conf")
+    assert cfg.users[0].password == "secret"
+
+
+def test_allow_responses_expire_on_the_server_clock():
+    now = [100.0]
+    perms = ClientPermissions(Permissions(pub_allow=(), responses=ResponsePermission(-1, 5.0)),
+                              lambda: now[0])
+    perms.track_reply(b"_INBOX.a")
+    assert perms.can_publish(b"_INBOX.a") and perms.can_publish(b"_INBOX.a")  # no count limit
+    now[0] += 6
+    assert not perms.can_publish(b"_INBOX.a")
+    assert not perms.can_publish(b"_INBOX.a")  # forgotten once expired
