@@ -251,7 +251,7 @@ def build_config(given: dict[str, Any]) -> Any:
         from minijs.confparse import ConfigError
         from minijs.server import JETSTREAM_ACCOUNTS_UNSUPPORTED
 
-        raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED, path)
+        raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
     return config
 
 
