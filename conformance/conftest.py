@@ -176,11 +176,12 @@ def spawn(target: str) -> Iterator[SpawnFn]:
     started: list[ServerProcess] = []
 
     def _spawn(
-        args: list[str] | None = None, config: str | None = None, jetstream: bool = False
+        args: list[str] | None = None, config: str | None = None, jetstream: bool = False,
+        files: dict[str, str] | None = None,
     ) -> ServerProcess:
         if target == URL_TARGET:
             pytest.skip("needs a specially configured server; not possible with --url")
-        proc = spawn_server(target, args=args, config=config, jetstream=jetstream)
+        proc = spawn_server(target, args=args, config=config, jetstream=jetstream, files=files)
         started.append(proc)
         return proc
 

@@ -15,6 +15,46 @@ API_LEVEL = 5
 DEFAULT_PORT = 4222
 RANDOM_PORT = -1
 
+#: The account of clients when no accounts are configured (and of users outside any account).
+GLOBAL_ACCOUNT = "$G"
+#: nats-server's defaults for ``allow_responses: true``: one response, within two minutes.
+DEFAULT_RESPONSE_MAX_MSGS = 1
+DEFAULT_RESPONSE_EXPIRES = 120.0
+
+
+@dataclass(frozen=True)
+class ResponsePermission:
+    """``allow_responses``: publish to a reply subject received, ``max_msgs`` times (< 0: no
+    limit) within ``expires`` seconds (<= 0: no limit)."""
+
+    max_msgs: int = DEFAULT_RESPONSE_MAX_MSGS
+    expires: float = DEFAULT_RESPONSE_EXPIRES
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """A user's publish/subscribe permissions, as nats-server's ``permissions`` block.
+
+    ``None`` means "no list" (everything allowed by that list); an empty tuple of allows means
+    nothing allowed. Subscribe entries may carry a queue group: ``"subject queue"``.
+    """
+
+    pub_allow: tuple[str, ...] | None = None
+    pub_deny: tuple[str, ...] | None = None
+    sub_allow: tuple[str, ...] | None = None
+    sub_deny: tuple[str, ...] | None = None
+    responses: ResponsePermission | None = None
+
+
+@dataclass(frozen=True)
+class User:
+    """One entry of ``users = [...]`` (in ``authorization`` or in an account)."""
+
+    user: str
+    password: str = ""  # plain text, or a bcrypt hash ("$2a$...")
+    permissions: Permissions | None = None
+    account: str = GLOBAL_ACCOUNT
+
 
 # ----------------------------------------------------------------------------- JetStream options
 # (kept apart from the rest of the file: the jetstream { } block and the account limits)
@@ -112,6 +152,10 @@ class ServerConfig:
     user: str | None = None
     password: str | None = None
     token: str | None = None
+    users: tuple[User, ...] = ()  # authorization/account users (with permissions)
+    accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    no_auth_user: str | None = None  # the user a client without credentials becomes
+    system_account: str | None = None
     auth_timeout: float = 2.0
     max_payload: int = 1024 * 1024
     max_control_line: int = 4096
@@ -132,7 +176,7 @@ class ServerConfig:
 
     @property
     def auth_required(self) -> bool:
-        return bool(self.token or self.user)
+        return bool(self.token or self.user or self.users)
 
     def with_overrides(self, **overrides: Any) -> "ServerConfig":
         """A copy with keyword overrides; unknown names are a TypeError, not silently kept."""

@@ -371,11 +371,13 @@ class Monitor:
             raise ValueError(f"Error decoding uint64 for 'cid': strconv.ParseUint: parsing "
                              f"{_go_quote(cid_text)}: invalid syntax")
         acc = query.get("acc", "")
-        if acc and acc != GLOBAL_ACCOUNT:
+        if acc and acc not in getattr(server, "account_sublists", (GLOBAL_ACCOUNT,)):
             # nats-server's answer for an account it does not have (empty id, null list)
             return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
                     "offset": offset, "limit": limit, "connections": None}
         conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
+        if acc:
+            conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
         total = len(conns)
         if cid_text:
             # one connection by id: nats-server answers with limit 1, total still all open
@@ -400,14 +402,14 @@ class Monitor:
         }
 
     def _authorized_user(self, conn: Any) -> str:
-        """The user a connection authenticated as: the one configured user, ``[REDACTED]``
-        for token auth (as nats-server shows it), or nothing."""
+        """The user a connection authenticated as (a ``users`` entry or the one configured
+        user), ``[REDACTED]`` for token auth (as nats-server shows it), or nothing."""
         if not getattr(conn, "connected", False):
             return ""
         config = self.server.config
         if getattr(config, "token", None):
             return "[REDACTED]"
-        return getattr(config, "user", None) or ""
+        return getattr(conn, "user", None) or getattr(config, "user", None) or ""
 
     def _conn_info(self, conn: Any, now: float, mono: float, with_subs: bool,
                    detail: bool, auth: bool = False) -> dict[str, Any]:
@@ -446,6 +448,9 @@ class Monitor:
             user = self._authorized_user(conn)
             if user:
                 info["authorized_user"] = user
+            account = getattr(conn, "account", GLOBAL_ACCOUNT)
+            if account != GLOBAL_ACCOUNT:
+                info["account"] = account
         if with_subs and conn.subs:
             subs = sorted(conn.subs.values(), key=lambda sub: _sid_order(sub.sid))
             if detail:
@@ -454,7 +459,7 @@ class Monitor:
                 info["subscriptions_list"] = [sub.subject.decode(errors="replace")
                                               for sub in subs]
         if auth:
-            info["name_tag"] = GLOBAL_ACCOUNT
+            info["name_tag"] = getattr(conn, "account", GLOBAL_ACCOUNT)
         return info
 
     # ----------------------------------------------------------------- /subsz

@@ -12,10 +12,14 @@ consumer so it never stalls delivery to anyone else.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import random
+import re
 from typing import Any, Protocol
 
 from minijs.clock import REAL_CLOCK
+from minijs.config import GLOBAL_ACCOUNT
+from minijs.core.permissions import ClientPermissions
 from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
@@ -86,6 +90,12 @@ class Connection(asyncio.Protocol):
         self.parser = Parser(config.max_control_line, config.max_payload,
                              require_connect=config.auth_required)
         self.subs: dict[bytes, Subscription] = {}
+        # Who the client authenticated as: its account (and that account's subscription
+        # index) and its permissions (None: everything allowed; the hot path tests only this).
+        self.user: str | None = None
+        self.account = GLOBAL_ACCOUNT
+        self.sublist = server.sublist
+        self.perms: ClientPermissions | None = None
         # CONNECT options, at nats-server's pre-CONNECT defaults.
         self.verbose = True
         self.pedantic = True
@@ -395,8 +405,15 @@ class Connection(asyncio.Protocol):
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
         if not self._authenticate(opts):
+            # nats-server's authViolation log line.
+            if opts.get("user"):
+                who = f' - User {wire.quote(str(opts["user"]).encode())}'
+            elif opts.get("auth_token"):
+                who = ' - Token "[REDACTED]"'
+            else:
+                who = ""
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
-                                  f'"{self.name}" - {ERR_AUTH_VIOLATION}')
+                                  f"authentication error{who}")
             self.fail(ERR_AUTH_VIOLATION)
             return
         protocol = opts.get("protocol", 0)
@@ -421,8 +438,40 @@ class Connection(asyncio.Protocol):
         if config.token:
             return opts.get("auth_token") == config.token
         if config.user:
-            return opts.get("user") == config.user and opts.get("pass") == config.password
+            if opts.get("user") == config.user and opts.get("pass") == config.password:
+                self.user = config.user
+                return True
+            return False
+        if config.users:
+            name = opts.get("user") or ""
+            password = opts.get("pass") or ""
+            if (config.no_auth_user and not name and not password
+                    and not opts.get("auth_token")):
+                name = config.no_auth_user
+                user = self.server.find_user(name)
+                password = user.password if user is not None else ""
+            user = self.server.find_user(name) if name else None
+            if user is None or not check_password(user.password, password):
+                return False
+            self._login(user)
         return True
+
+    def _login(self, user: Any) -> None:
+        """Become ``user``: its account's subscription index and its permissions."""
+        self.user = user.user
+        if user.account != self.account:
+            self.account = user.account
+            self.sublist = self.server.account_sublist(user.account)
+        clock = self.server.clock
+        self.perms = (ClientPermissions(user.permissions, clock.monotonic)
+                      if user.permissions is not None else None)
+
+    def _violation(self, error: str, log: str) -> None:
+        """A permissions violation: ``-ERR`` to the client (which stays connected) and the
+        error logged with the client's account and user, as nats-server logs it."""
+        self.send(wire.err(error))
+        who = f'"{self.account}/user:{self.user}" - ' if self.user else ""
+        self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - {who}{log}")
 
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
@@ -431,6 +480,12 @@ class Connection(asyncio.Protocol):
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only
             self.send(wire.err(f"Permissions Violation for Publish to {wire.quote(subject)}"))
+            return
+        perms = self.perms
+        if perms is not None and perms.checks_publish and not perms.can_publish(subject):
+            self.in_msgs += 1
+            self._violation(f"Permissions Violation for Publish to {wire.quote(subject)}",
+                            f"Publish Violation - Subject {wire.quote(subject)}")
             return
         if (reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES)
                 and reply not in BARE_PREFIXES):
@@ -480,6 +535,19 @@ class Connection(asyncio.Protocol):
         if not is_subscribable(subject):
             self.send(wire.err(ERR_INVALID_SUBJECT))
             return
+        if self.perms is not None and not self.perms.can_subscribe(subject, queue):
+            subj, sid_text = wire.quote(subject), sid.decode(errors="replace")
+            if queue:
+                q = wire.quote(queue)
+                self._violation(
+                    f"Permissions Violation for Subscription to {subj} using queue {q}",
+                    f"Subscription Violation - Subject {subj}, Queue: {q}, SID {sid_text}")
+            else:
+                self._violation(f"Permissions Violation for Subscription to {subj}",
+                                f"Subscription Violation - Subject {subj}, SID {sid_text}")
+            return
+        if self.perms is not None:
+            self.perms.subscribed(subject, queue)
         sub = Subscription(subject, sid, queue, conn=self)
         self.subs[sid] = sub
         self.server.add_subscription(sub)
@@ -511,6 +579,12 @@ class Connection(asyncio.Protocol):
         A client that did not announce header support gets the payload alone, as from
         nats-server.
         """
+        perms = self.perms
+        if perms is not None:
+            if perms.deliver_filter and perms.denies_delivery(subject, sub.queue):
+                return
+            if reply and perms.replies is not None:
+                perms.track_reply(reply)
         if type(payload) is Sized:
             if header is None:
                 data = wire.msg_sized(subject, sub.sid, reply, payload)
@@ -579,6 +653,28 @@ class Connection(asyncio.Protocol):
         head, _, rest = data.partition(b"\r\n")
         self.trace(f"->> [{head.decode(errors='replace')}]")
         self.trace(f"->> MSG_PAYLOAD: [{_quote(rest[:-2])}]")
+
+
+def check_password(stored: str, given: str) -> bool:
+    """nats-server's comparePasswords: a bcrypt hash (``$2a$``, ``$2b$``, ...) or plain text."""
+    if is_bcrypt(stored):
+        try:
+            import bcrypt
+        except ImportError:  # pragma: no cover - bcrypt is a dependency
+            return False
+        try:
+            return bcrypt.checkpw(given.encode(), stored.encode())
+        except ValueError:
+            return False
+    return hmac.compare_digest(stored.encode(), given.encode())
+
+
+_BCRYPT_RE = re.compile(r"\$2[abxy]\$\d{2}\$")
+
+
+def is_bcrypt(password: str) -> bool:
+    """nats-server's isBcrypt: ``$2a$``/``$2b$``/``$2x$``/``$2y$`` and a two-digit cost."""
+    return _BCRYPT_RE.match(password) is not None
 
 
 def _quote(body: bytes) -> str:

@@ -517,13 +517,13 @@ class JetStreamApi:
             ci["host"] = origin.host
         if origin.cid:
             ci["id"] = origin.cid
-        ci["acc"] = "$G"
+        ci["acc"] = getattr(origin, "account", "$G")
         config = server.config
         if getattr(origin, "connected", False):
             if config.token:
                 ci["user"] = "[REDACTED]"
-            elif config.user:
-                ci["user"] = config.user
+            elif getattr(origin, "user", None):
+                ci["user"] = origin.user
         for key, attr in (("name", "name"), ("lang", "lang"), ("ver", "version")):
             value = getattr(origin, attr, "")
             if value:
