@@ -378,10 +378,90 @@ def test_connz_bad_options(target: str, spawn: SpawnFn) -> None:
     assert_bad_request(http_port, "/connz?sort=nope", "invalid sorting option: nope")
     assert_bad_request(http_port, "/connz?sort=stop",
                        "sort by stop only valid on closed connections")
+    assert_bad_request(http_port, "/connz?sort=reason&state=all",
+                       "sort by reason only valid on closed connections")
     assert_bad_request(http_port, "/connz?state=nope", "Error decoding state for nope")
     assert_bad_request(http_port, "/connz?limit=abc",
                        "Error decoding int for 'limit': strconv.Atoi: parsing \"abc\": "
                        "invalid syntax")
+
+
+CLOSED_KEYS = ["cid", "kind", "type", "ip", "port", "start", "last_activity", "stop", "reason",
+               "rtt", "uptime", "idle", "pending_bytes", "in_msgs", "out_msgs", "in_bytes",
+               "out_bytes", "subscriptions"]
+
+
+def test_connz_closed_connections(target: str, spawn: SpawnFn) -> None:
+    """``state=closed`` keeps each closed connection as it was at its close, with ``stop`` and
+    nats-server's ``reason``: ``Client Closed`` (the client hung up), ``Protocol Violation``
+    (an unknown operation), ``Maximum Message Payload Exceeded``, ``Authentication Failure``;
+    its subscriptions (``subs=1``), its user (``auth=1``); ``state=all`` lists open and closed
+    by cid; ``sort=stop`` newest first, ``sort=reason`` by reason; ``cid`` finds a closed one."""
+    import time
+
+    http_port = free_port()
+    srv = spawn(args=["-m", str(http_port), "--user", "u", "--pass", "pw"],
+                config="max_payload: 100")
+    cids: dict[str, int] = {}
+    with RawClient.connect(srv.host, srv.port) as client:
+        client.handshake(user="u", name="polite", **{"pass": "pw"})
+        client.send(b"SUB a.b 1\r\nSUB a.c q 2\r\n")
+        client.barrier()
+        cids["Client Closed"] = client.info["client_id"]
+    for reason, line in (("Protocol Violation", b"FOO\r\n"),
+                         ("Maximum Message Payload Exceeded", b"PUB a 200\r\n"),
+                         ("Authentication Failure", None)):
+        with RawClient.connect(srv.host, srv.port) as client:
+            if line is None:
+                client.send(b'CONNECT {"verbose":false,"user":"u","pass":"bad"}\r\n')
+            else:
+                client.handshake(user="u", **{"pass": "pw"})
+                client.send(line)
+            cids[reason] = client.info["client_id"]
+            client.read_available(0.3)
+    live = RawClient.connect(srv.host, srv.port)
+    live.handshake(user="u", **{"pass": "pw"})
+    try:
+        def closed(query: str = "") -> Any:
+            return get_json(http_port, "/connz?state=closed" + query)
+
+        deadline = time.monotonic() + 5
+        while closed()["total"] < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report = closed()
+        assert (report["total"], report["num_connections"]) == (4, 4)
+        by_cid = {c["cid"]: c for c in report["connections"]}
+        assert sorted(by_cid) == sorted(cids.values())
+        assert [c["cid"] for c in report["connections"]] == sorted(by_cid)
+        for reason, cid in cids.items():
+            conn = by_cid[cid]
+            assert list(conn)[:len(CLOSED_KEYS)] == CLOSED_KEYS, list(conn)
+            assert conn["reason"] == reason
+            assert conn["start"] <= conn["stop"]
+        polite = by_cid[cids["Client Closed"]]
+        assert (polite["subscriptions"], polite["name"]) == (2, "polite")
+        assert "subscriptions_list" not in polite and "authorized_user" not in polite
+        polite = closed(f"&cid={cids['Client Closed']}&subs=1&auth=1")
+        assert (polite["total"], polite["limit"], polite["num_connections"]) == (4, 1, 1)
+        (polite,) = polite["connections"]
+        assert sorted(polite["subscriptions_list"]) == ["a.b", "a.c"]
+        assert polite["authorized_user"] == "u"
+        detail = closed(f"&cid={cids['Client Closed']}&subs=detail")["connections"][0]
+        assert sorted(d["subject"] for d in detail["subscriptions_list_detail"]) == ["a.b", "a.c"]
+
+        by_stop = [c["cid"] for c in closed("&sort=stop")["connections"]]
+        assert by_stop == sorted(cids.values(), reverse=True)
+        by_reason = [c["reason"] for c in closed("&sort=reason")["connections"]]
+        assert by_reason == sorted(cids)
+
+        everything = get_json(http_port, "/connz?state=all")
+        assert everything["total"] == 5
+        assert [c["cid"] for c in everything["connections"]] == sorted(
+            [*cids.values(), live.info["client_id"]])
+        assert "reason" not in everything["connections"][-1]
+        assert get_json(http_port, "/connz")["total"] == 1
+    finally:
+        live.close()
 
 
 # ----------------------------------------------------------------------------- /healthz

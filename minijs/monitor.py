@@ -20,8 +20,9 @@ What minijs cannot know the way nats-server does, and how it is reported:
 * ``/accountz``: one account (``$G``); ``$SYS`` is listed as nats-server lists it but has no
   subscriptions, imports or exports here; ``$G``'s only import is ``$JS.API.>`` (JetStream
   on), the one nats-server service import minijs really serves.
-* ``/connz``: no record of closed connections is kept, so ``state=closed|all`` (and
-  ``sort=stop|reason``) are refused with 400 instead of answering with an empty list.
+* ``/connz``: closed connections are kept (the last :data:`MAX_CLOSED_CLIENTS`, as
+  nats-server keeps them) from the moment the monitor starts, each as it was when it closed,
+  with ``stop`` and ``reason`` (``state=closed|all``, ``sort=stop|reason``).
   ``rtt`` is left out until minijs has measured one (nats-server measures it at connect).
 * ``/jsz``: ``config.max_memory``/``max_storage`` are minijs's configured limits (-1 when
   unlimited), not a share of the machine's memory and disk as nats-server computes them.
@@ -35,6 +36,8 @@ import errno
 import json
 import os
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
@@ -52,6 +55,45 @@ _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Heade
 _JSON_HEADERS = (("Access-Control-Allow-Origin", "*"), ("Content-Type", "application/json"))
 _TEXT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"),
                  ("X-Content-Type-Options", "nosniff"))
+
+
+#: How many closed connections ``/connz`` remembers (nats-server's ``max_closed_clients``).
+MAX_CLOSED_CLIENTS = 10000
+
+
+@dataclass
+class ClosedConnection:
+    """A client connection as it was when it closed: its full ``/connz`` report (with
+    subscriptions and auth fields, trimmed per request) and what sorting needs."""
+
+    cid: int
+    start_time: float
+    last_in: float
+    rtt: float
+    stop: float
+    reason: str
+    user: str
+    account: str
+    info: dict[str, Any]
+
+    def report(self, with_subs: bool, detail: bool, auth: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in self.info.items():
+            if key in ("authorized_user", "account", "name_tag") and not auth:
+                continue
+            if key == "subscriptions_list_detail":
+                if detail:
+                    out[key] = value
+                elif with_subs:
+                    out["subscriptions_list"] = [d["subject"] for d in value]
+                continue
+            out[key] = value
+            if key == "last_activity":
+                out["stop"] = rfc3339(self.stop)
+                out["reason"] = self.reason
+                if "rtt" not in self.info:
+                    out["rtt"] = "0s"  # never measured: nats-server shows the zero duration
+        return out
 
 
 class MonitorError(OSError):
@@ -73,6 +115,8 @@ class Monitor:
         self.req_stats: dict[str, int] = {}
         self._listener: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        #: Closed client connections, oldest first (nats-server's ring of closed clients).
+        self.closed_conns: deque[ClosedConnection] = deque(maxlen=MAX_CLOSED_CLIENTS)
         self._cpu_mark = (time.monotonic(), time.process_time())
         self._routes = {
             "/": self._index,
@@ -104,9 +148,22 @@ class Monitor:
         log = self._log
         if log is not None:
             log.info(f"Starting http monitor on {_host_port(self.host, self.port)}")
+        self.server.closed_hook = self._record_closed
+
+    def _record_closed(self, conn: Any) -> None:
+        """Keep ``conn`` as it is at its close (its ``close_reason`` set), for ``/connz``."""
+        now, mono = self._now()
+        info = self._conn_info(conn, now, mono, with_subs=True, detail=True, auth=True)
+        self.closed_conns.append(ClosedConnection(
+            cid=conn.cid, start_time=conn.start_time, last_in=getattr(conn, "last_in", mono),
+            rtt=getattr(conn, "rtt", 0.0), stop=now, reason=conn.close_reason or "",
+            user=self._authorized_user(conn), account=getattr(conn, "account", GLOBAL_ACCOUNT),
+            info=info))
 
     async def stop(self) -> None:
         """Stop listening and drop any request still being served."""
+        if getattr(self.server, "closed_hook", None) == self._record_closed:
+            self.server.closed_hook = None
         listener, self._listener = self._listener, None
         if listener is None:
             return
@@ -341,8 +398,10 @@ class Monitor:
         """``/connz``: open client connections with nats-server's ``sort``, ``offset``/``limit``,
         ``subs`` (``1`` or ``detail``), ``auth`` and ``cid`` options.
 
-        minijs keeps no record of closed connections, so ``state=closed`` and ``state=all``
-        are refused (400) rather than answered with a list that would look empty.
+        ``state=closed`` lists the connections closed since the monitor started (the last
+        :data:`MAX_CLOSED_CLIENTS`), each as it was when it closed plus ``stop`` and
+        ``reason``; ``state=all`` (or ``any``) both kinds; ``sort=stop|reason`` only with
+        ``state=closed``.
         """
         query = query or {}
         server = self.server
@@ -353,11 +412,10 @@ class Monitor:
         sort = query.get("sort", "").lower() or "cid"
         if sort not in _SORTS and sort not in ("stop", "reason"):
             raise ValueError(f"invalid sorting option: {sort}")
-        if state in ("closed", "all", "any"):
-            raise ValueError(f"minijs keeps no closed connections: state={state} is not "
-                             "supported")
-        if sort in ("stop", "reason"):
+        if sort in ("stop", "reason") and state != "closed":
             raise ValueError(f"sort by {sort} only valid on closed connections")
+        want_open = state in ("", "open", "all", "any")
+        want_closed = state in ("closed", "all", "any")
         subs = query.get("subs", "")
         detail = subs.lower() == "detail"
         with_subs = detail or (_bool_param(query, "subs") if subs else False)
@@ -375,21 +433,35 @@ class Monitor:
             # nats-server's answer for an account it does not have (empty id, null list)
             return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
                     "offset": offset, "limit": limit, "connections": None}
-        conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
-        if acc:
-            conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
-        total = len(conns)
+        conns: list[Any] = []
+        if want_open:
+            conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
+            if acc:
+                conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
+        closed: list[ClosedConnection] = []
+        if want_closed:
+            closed = [c for c in self.closed_conns if not acc or c.account == acc]
+        total = len(conns) + len(closed)
         if cid_text:
-            # one connection by id: nats-server answers with limit 1, total still all open
+            # one connection by id (an open one first): nats-server answers with limit 1,
+            # total still the count of the state asked for
             cid = int(cid_text)
             limit = 1
             conns = [c for c in conns if c.cid == cid]
+            closed = [] if conns else [c for c in closed if c.cid == cid]
         user = query.get("user", "")
-        if user:
-            conns = [c for c in conns if self._authorized_user(c) == user]  # total unchanged
-        key, reverse = _SORTS[sort]
+        if user:  # total unchanged
+            conns = [c for c in conns if self._authorized_user(c) == user]
+            closed = [c for c in closed if c.user == user]
         pairs = [(c, self._conn_info(c, now, mono, with_subs, detail, auth)) for c in conns]
-        pairs.sort(key=lambda pair: (key(*pair), pair[1]["cid"]), reverse=reverse)
+        pairs += [(c, c.report(with_subs, detail, auth)) for c in closed]
+        if sort == "stop":
+            pairs.sort(key=lambda pair: (pair[0].stop, pair[1]["cid"]), reverse=True)
+        elif sort == "reason":
+            pairs.sort(key=lambda pair: (pair[0].reason, pair[1]["cid"]))
+        else:
+            key, reverse = _SORTS[sort]
+            pairs.sort(key=lambda pair: (key(*pair), pair[1]["cid"]), reverse=reverse)
         page = [info for _, info in pairs[offset:offset + limit]]
         return {
             "server_id": server.server_id,

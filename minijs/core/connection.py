@@ -8,6 +8,12 @@ moving test time never disconnects a live client. Output is
 collected and written once per event-loop turn; a client whose unwritten output passes
 ``max_pending``, or whose socket stays blocked past ``write_deadline``, is cut as a slow
 consumer so it never stalls delivery to anyone else.
+
+Every close has a reason, named as nats-server names it (``Client Closed``, ``Read Error``,
+``Protocol Violation``, ``Maximum Message Payload Exceeded``, ``Authentication Failure``,
+``Slow Consumer (Pending Bytes)``, ...): the first one given wins, and the owner's
+``closed_hook`` (when set, e.g. by the monitor for ``/connz?state=closed``) sees the connection
+once, at that moment, before its subscriptions go and before the last output is flushed.
 """
 from __future__ import annotations
 
@@ -40,6 +46,9 @@ class ConnectionOwner(Protocol):
     connections: dict
     jetstream: Any
 
+    #: Called once with each connection as it closes (its reason set), or None.
+    closed_hook: Any
+
     def register(self, conn: "Connection") -> int: ...
     def unregister(self, conn: "Connection") -> None: ...
     def info_fields(self, conn: "Connection | None" = None, *, connect_info: bool = False
@@ -64,6 +73,20 @@ ERR_NO_RESPONDERS_HEADERS = "no responders requires headers support"
 ERR_STALE = "Stale Connection"
 ERR_MAX_CONNECTIONS = "maximum connections exceeded"
 ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
+
+#: nats-server's close reasons (``ClosedState``) for the errors a connection is closed with.
+CLOSE_REASONS = {
+    ERR_AUTH_TIMEOUT: "Authentication Timeout",
+    ERR_AUTH_VIOLATION: "Authentication Failure",
+    ERR_STALE: "Stale Connection",
+    ERR_BAD_PROTOCOL: "Bad Client Protocol Version",
+    ERR_NO_RESPONDERS_HEADERS: "No Responders Requires Headers",
+    ERR_MAX_CONNECTIONS: "Maximum Connections Exceeded",
+    ERR_MAX_SUBSCRIPTIONS: "Maximum Subscriptions Exceeded",
+    "Maximum Payload Violation": "Maximum Message Payload Exceeded",
+    "maximum control line exceeded": "Maximum Control Line Exceeded",
+}
+PROTOCOL_VIOLATION = "Protocol Violation"
 
 #: How long a measured round trip stays fresh before keep-alive pings measure it again.
 RTT_REFRESH = 3600.0
@@ -109,6 +132,8 @@ class Connection(asyncio.Protocol):
         self.connected = False  # a CONNECT was accepted
         self.sent_connect_info = False
         self.closed = False
+        #: Why the connection closed (nats-server's wording), set once as it closes.
+        self.close_reason: str | None = None
         self.host = ""
         self.port = 0
         self.start_time = 0.0
@@ -176,6 +201,7 @@ class Connection(asyncio.Protocol):
             self.server.end_of_input()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.closing("Client Closed" if exc is None else "Read Error")
         self._teardown()
 
     def pause_writing(self) -> None:
@@ -229,6 +255,7 @@ class Connection(asyncio.Protocol):
             return
         if error:
             self.send(wire.err(error))
+        self.closing(CLOSE_REASONS.get(error or "", PROTOCOL_VIOLATION))
         self.flush()
         self.close()
 
@@ -240,9 +267,11 @@ class Connection(asyncio.Protocol):
         return self._out_size + buffered
 
     def close(self) -> None:
-        """Write everything queued so far, then close (as nats-server's write loop does)."""
+        """Write everything queued so far, then close (as nats-server's write loop does).
+        Without a reason given before, the server is closing it (``Server Shutdown``)."""
         if self.closed:
             return
+        self.closing("Server Shutdown")
         self.flush()
         if self.closed:  # the flush found a slow consumer and cut it
             return
@@ -255,12 +284,24 @@ class Connection(asyncio.Protocol):
         """Close at once, dropping unwritten output (slow consumers)."""
         if self.closed:
             return
+        self.closing("Server Shutdown")
         transport = self.transport
         self._teardown()
         if transport is not None:
             transport.abort()
 
-    def slow_consumer(self) -> None:
+    def closing(self, reason: str) -> None:
+        """Record why the connection closes (the first reason wins) and show it, as it is
+        now, to the owner's ``closed_hook``."""
+        if self.close_reason is not None or self.closed:
+            return
+        self.close_reason = reason
+        hook = getattr(self.server, "closed_hook", None)
+        if hook is not None:
+            hook(self)
+
+    def slow_consumer(self, reason: str = "Slow Consumer (Pending Bytes)") -> None:
+        self.closing(reason)
         self.server.stats.slow_consumers += 1
         self.server.log.info(
             f"{self.host}:{self.port} - cid:{self.cid} - Slow Consumer Detected: "
@@ -270,7 +311,7 @@ class Connection(asyncio.Protocol):
     def _write_deadline_expired(self) -> None:
         self._deadline_timer = None
         if self._paused and not self.closed:
-            self.slow_consumer()
+            self.slow_consumer("Slow Consumer (Write Deadline)")
 
     def _teardown(self) -> None:
         if self.closed:
@@ -379,12 +420,14 @@ class Connection(asyncio.Protocol):
                     self.send(wire.OK)
             elif kind == OP_CLOSE:
                 if op[1] is None:
+                    self.closing(PROTOCOL_VIOLATION)
                     self.close()
                 else:
                     self.fail(op[1])
                 return
             elif kind == OP_ERR:
                 server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
+                self.closing("Parse Error")
                 self.close()
             # OP_INFO and OP_OK: nothing to do.
 

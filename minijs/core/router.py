@@ -100,6 +100,9 @@ class Router:
         #: Fault injection (test control): an object with ``on_publish`` and ``on_deliver``
         #: consulted for every message while it is set; None (no cost) otherwise.
         self.fault_hook: Any = None
+        #: Shown each connection once as it closes (the monitor keeps closed ones for
+        #: ``/connz?state=closed``); None (no cost) otherwise.
+        self.closed_hook: Any = None
         self.running = False
 
     # ----------------------------------------------------------------- listener
