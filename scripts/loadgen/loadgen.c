@@ -4,7 +4,8 @@
  *
  * Built and driven by scripts/bench_native.py; usable by hand:
  *
- *   cc -O2 -o loadgen scripts/loadgen/loadgen.c $(pkg-config --cflags --libs libnats) -lpthread
+ *   cc -O2 -o loadgen scripts/loadgen/loadgen.c \
+ *       $(pkg-config --cflags --libs libnats) -lpthread
  *   ./loadgen -s nats://127.0.0.1:4222 -m js-pub-async -n 20000 -z 128 -S memory
  *
  * Modes (what `nats bench` does):
@@ -25,7 +26,9 @@
  *
  * -n is the total number of operations (published / requested / consumed messages), split
  * between the N publishers. -z is the payload size (>= 16 bytes: the first 8 carry a monotonic
- * timestamp for latency). -H adds a header to every published message.
+ * timestamp for latency). -H adds two headers to every published message. Connections that
+ * wait for one round trip at a time (requesters, responders, sync publishers, KV) write at once;
+ * the others let the client batch writes; -A makes consumers (acks, fetches) write at once too.
  */
 #define _GNU_SOURCE
 #include <nats/nats.h>
@@ -514,7 +517,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: loadgen -s URL -m MODE [-n COUNT] [-z SIZE] [-p PUBS] [-c SUBS] [-w WINDOW]\n"
-            "               [-S memory|file] [-H] [-k] [-i]\n"
+            "               [-S memory|file] [-H] [-k] [-i] [-A]\n"
             "modes: pub pubsub reqrep js-pub-sync js-pub-async js-pull js-push kv-put kv-get\n");
     exit(2);
 }
@@ -571,18 +574,25 @@ int main(int argc, char **argv)
     int uses_stream = 0, uses_kv = 0;
 
     if (!strcmp(mode, "pub")) {
-        for (int i = 0; i < npubs; i++) { pubs[i].nc = connect_one(0); pubs[i].todo = share(i, npubs); }
+        for (int i = 0; i < npubs; i++) {
+            pubs[i].nc = connect_one(0);
+            pubs[i].todo = share(i, npubs);
+        }
         go();
         run_threads(pubs, npubs, core_pub);
     } else if (!strcmp(mode, "pubsub")) {
         for (int i = 0; i < nsubs; i++) {
             subs[i].nc = connect_one(0);
             subs[i].todo = count;
-            CHECK("subscribe", natsConnection_Subscribe(&subs[i].sub, subs[i].nc, subject_buf, on_core_msg, &subs[i]));
+            CHECK("subscribe", natsConnection_Subscribe(&subs[i].sub, subs[i].nc, subject_buf,
+                                                        on_core_msg, &subs[i]));
             CHECK("pending limits", natsSubscription_SetPendingLimits(subs[i].sub, -1, -1));
             CHECK("flush", natsConnection_Flush(subs[i].nc));
         }
-        for (int i = 0; i < npubs; i++) { pubs[i].nc = connect_one(0); pubs[i].todo = share(i, npubs); }
+        for (int i = 0; i < npubs; i++) {
+            pubs[i].nc = connect_one(0);
+            pubs[i].todo = share(i, npubs);
+        }
         go();
         run_threads(pubs, npubs, core_pub);
         for (int i = 0; i < nsubs; i++) wait_done(&subs[i], 10000);
@@ -590,10 +600,14 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "reqrep")) {
         for (int i = 0; i < nsubs; i++) {
             subs[i].nc = connect_one(1);
-            CHECK("subscribe", natsConnection_QueueSubscribe(&subs[i].sub, subs[i].nc, subject_buf, "responders", on_request, &subs[i]));
+            CHECK("subscribe", natsConnection_QueueSubscribe(&subs[i].sub, subs[i].nc, subject_buf,
+                                                             "responders", on_request, &subs[i]));
             CHECK("flush", natsConnection_Flush(subs[i].nc));
         }
-        for (int i = 0; i < npubs; i++) { pubs[i].nc = connect_one(1); pubs[i].todo = share(i, npubs); }
+        for (int i = 0; i < npubs; i++) {
+            pubs[i].nc = connect_one(1);
+            pubs[i].todo = share(i, npubs);
+        }
         go();
         run_threads(pubs, npubs, requester);
         collect(pubs, npubs);
@@ -622,7 +636,8 @@ int main(int argc, char **argv)
         if (pull) {
             for (int i = 0; i < nsubs; i++) {
                 jsErrCode ec = 0;
-                CHECK("pull subscribe", js_PullSubscribe(&subs[i].sub, subs[i].js, SUBJECT_PREFIX ".>", "puller", NULL, NULL, &ec));
+                CHECK("pull subscribe", js_PullSubscribe(&subs[i].sub, subs[i].js, SUBJECT_PREFIX ".>",
+                                                         "puller", NULL, NULL, &ec));
             }
             go();
             run_threads(subs, nsubs, puller);
@@ -637,7 +652,8 @@ int main(int argc, char **argv)
                 so.Config.MaxAckPending = 10000;
                 if (nsubs > 1) so.Queue = "pushers";
                 subs[i].todo = nsubs > 1 ? 0 : count;
-                CHECK("push subscribe", js_Subscribe(&subs[i].sub, subs[i].js, SUBJECT_PREFIX ".>", on_push, &subs[i], NULL, &so, &ec));
+                CHECK("push subscribe", js_Subscribe(&subs[i].sub, subs[i].js, SUBJECT_PREFIX ".>",
+                                                     on_push, &subs[i], NULL, &so, &ec));
                 CHECK("pending limits", natsSubscription_SetPendingLimits(subs[i].sub, -1, -1));
             }
             if (nsubs == 1) wait_done(&subs[0], 10000);
@@ -645,7 +661,10 @@ int main(int argc, char **argv)
                 while (atomic_load(&consumed) < count) {
                     long before = atomic_load(&consumed);
                     usleep(2000000);
-                    if (atomic_load(&consumed) == before) { atomic_fetch_add(&errors, count - before); break; }
+                    if (atomic_load(&consumed) == before) {
+                        atomic_fetch_add(&errors, count - before);
+                        break;
+                    }
                 }
         }
         if (atomic_load(&consumed) != count) atomic_fetch_add(&errors, 1);
@@ -693,8 +712,9 @@ int main(int argc, char **argv)
         if (stored != expect_stream) atomic_fetch_add(&errors, 1);
     }
     printf("{\"mode\": \"%s\", \"storage\": \"%s\", \"size\": %d, \"pubs\": %d, \"subs\": %d, "
-           "\"headers\": %s, \"ops\": %ld, \"seconds\": %.6f, \"msgs_per_s\": %.1f, \"mb_per_s\": %.3f, "
-           "\"p50_us\": %.1f, \"p99_us\": %.1f, \"latencies\": %ld, \"stored\": %ld, \"errors\": %ld}\n",
+           "\"headers\": %s, \"ops\": %ld, \"seconds\": %.6f, \"msgs_per_s\": %.1f, "
+           "\"mb_per_s\": %.3f, \"p50_us\": %.1f, \"p99_us\": %.1f, \"latencies\": %ld, "
+           "\"stored\": %ld, \"errors\": %ld}\n",
            mode, storage_name, size, npubs, nsubs, headers ? "true" : "false", count, seconds,
            count / seconds, count * (double) size / seconds / 1e6,
            percentile_us(0.50), percentile_us(0.99), lats.n, stored, atomic_load(&errors));
