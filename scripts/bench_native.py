@@ -17,7 +17,8 @@ over its threads from ``/proc/<pid>/task/*/schedstat`` in ns, since utime + stim
 ``/proc/<pid>/stat`` count 10 ms ticks); it is read again once the load generator reports.
 The table shows msgs/s, MB/s (payload bytes), p50/p99 latency and server CPU us per operation
 for both, and ratios (minijs / nats-server: above 1 is better for msgs/s, below 1 is better
-for CPU).
+for CPU), and how many cores each server kept busy (CPU seconds / wall seconds): a minijs
+figure is server-bound when that is near 1.0, its one event loop being saturated.
 
 Latency is a round trip for request/reply, sync publish and KV; publish-to-ack for async
 publish (with up to ``--window`` in flight, so queueing is included); publish-to-delivery for
@@ -430,6 +431,17 @@ def ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}"
 
 
+def busy(r: Result | None) -> str:
+    """Cores the server kept busy during the scenario (server CPU seconds / wall seconds).
+
+    Near 1.0 for minijs (one event loop) means the figure is bound by the server; well below,
+    by the client, the round trips or the machine.
+    """
+    if r is None or r.error or r.server_cpu_us is None or r.msgs_per_s is None:
+        return "-"
+    return f"{r.server_cpu_us * r.msgs_per_s / 1e6:.2f}"
+
+
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
@@ -447,7 +459,7 @@ def scenario_table(scenarios: list[Scenario], results: dict[str, dict[str, Resul
     a, b = "minijs", "nats-server"
     header = ["scenario", "msgs", "minijs msg/s", "nats msg/s", "ratio", "minijs MB/s",
               "nats MB/s", "minijs p50/p99 us", "nats p50/p99 us", "minijs cpu us/op",
-              "nats cpu us/op", "cpu ratio"]
+              "nats cpu us/op", "cpu ratio", "minijs busy", "nats busy"]
     rows = []
     for sc in scenarios:
         ra, rb = results.get(a, {}).get(sc.key), results.get(b, {}).get(sc.key)
@@ -473,6 +485,7 @@ def scenario_table(scenarios: list[Scenario], results: dict[str, dict[str, Resul
             cell(ra, "mb"), cell(rb, "mb"), cell(ra, "lat"), cell(rb, "lat"),
             cell(ra, "cpu"), cell(rb, "cpu"),
             ratio(ra.server_cpu_us, rb.server_cpu_us) if ok_a and ok_b else "-",
+            busy(ra), busy(rb),
         ])
     return markdown_table(header, rows)
 

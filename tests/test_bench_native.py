@@ -85,13 +85,14 @@ def test_missing_packages_name_the_command(monkeypatch):
 
 def test_tables_show_both_targets_and_ratios():
     sc = bn.Scenario("kv-get", 128)
-    results = {"minijs": {sc.key: bn.Result(ops=10, msgs_per_s=50.0, mb_per_s=0.1, p50_us=10.0,
-                                            p99_us=20.0, server_cpu_us=30.0)},
-               "nats-server": {sc.key: bn.Result(ops=10, msgs_per_s=100.0, mb_per_s=0.2,
-                                                 p50_us=5.0, p99_us=9.0, server_cpu_us=15.0)}}
+    results = {"minijs": {sc.key: bn.Result(ops=10, msgs_per_s=50000.0, mb_per_s=0.1,
+                                            p50_us=10.0, p99_us=20.0, server_cpu_us=16.0)},
+               "nats-server": {sc.key: bn.Result(ops=10, msgs_per_s=100000.0, mb_per_s=0.2,
+                                                 p50_us=5.0, p99_us=9.0, server_cpu_us=8.0)}}
     table = bn.scenario_table([sc], results, 20000)
     row = table.splitlines()[2]
     assert "kv-get 128B memory" in row and "0.50" in row and "2.00" in row and "10 / 20" in row
+    assert [c.strip() for c in row.split("|")][-3:-1] == ["0.80", "0.80"]  # cores busy
     mem = {"rows": [{"size": 16, "headers": True,
                      "results": {"minijs": bn.MemoryResult(100, 1000, 41000),
                                  "nats-server": bn.MemoryResult(100, 1000, 21000)}}],
