@@ -119,9 +119,10 @@ def ensure_packages(allow_install: bool = True) -> None:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     cmd = [apt, "install", "-y", "--no-install-recommends", *APT_PACKAGES]
     print("installing " + " ".join(APT_PACKAGES) + " with apt-get", file=sys.stderr)
-    if subprocess.run(cmd, env=env).returncode != 0:
-        subprocess.run([apt, "update"], env=env, check=False)
-        if subprocess.run(cmd, env=env).returncode != 0:
+    out = sys.stderr  # keep apt's chatter out of the table on stdout
+    if subprocess.run(cmd, env=env, stdout=out).returncode != 0:
+        subprocess.run([apt, "update"], env=env, stdout=out, check=False)
+        if subprocess.run(cmd, env=env, stdout=out).returncode != 0:
             raise BuildError("apt-get install failed; run: " + install_command())
     if not (have_headers() and compiler()):
         raise BuildError("still no libnats headers or C compiler; run: " + install_command())
