@@ -29,6 +29,7 @@ with and without headers), each in a fresh server, and the RSS of a minijs holdi
 ``--million-count`` small messages, extrapolated to 1,000,000 unless that is the count.
 
     python scripts/bench_native.py [--count 20000] [--rounds 1] [--scenarios pub,js-pull]
+                                   [--pubs N] [--subs M]
                                    [--targets minijs,nats-server] [--memory] [--memory-only]
                                    [--memory-count 50000] [--million-count 200000]
                                    [--out scripts/output/bench_native] [--no-install]
@@ -48,7 +49,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -228,6 +229,27 @@ def build_scenarios() -> list[Scenario]:
     s.append(Scenario("kv-put", 128, share=0.25))
     s.append(Scenario("kv-get", 128, share=0.25))
     return s
+
+
+#: Modes with subscribers / responders / consumers (the M of N x M).
+SUBSCRIBER_MODES = ("pubsub", "reqrep", "js-pull", "js-push")
+#: Modes with publishers / requesters / writers (the N of N x M).
+PUBLISHER_MODES = ("pub", "pubsub", "reqrep", "js-pub-sync", "js-pub-async", "kv-put", "kv-get")
+
+
+def with_fanout(scenarios: list[Scenario], pubs: int | None,
+                subs: int | None) -> list[Scenario]:
+    """Every scenario with ``pubs`` publishers and ``subs`` subscribers where its mode has them
+    (duplicates dropped)."""
+    out: list[Scenario] = []
+    for sc in scenarios:
+        if pubs and sc.mode in PUBLISHER_MODES:
+            sc = replace(sc, pubs=pubs)
+        if subs and sc.mode in SUBSCRIBER_MODES:
+            sc = replace(sc, subs=subs)
+        if all(o.key != sc.key for o in out):
+            out.append(sc)
+    return out
 
 
 def select(scenarios: list[Scenario], words: str | None) -> list[Scenario]:
@@ -562,6 +584,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--window", type=int, default=256,
                    help="async publishes in flight / pull fetch batch (default 256)")
     p.add_argument("--scenarios", help="comma-separated words; scenarios whose key has one")
+    p.add_argument("--pubs", type=int, help="publishers (N) in every scenario that has them")
+    p.add_argument("--subs", type=int,
+                   help="subscribers / responders / consumers (M) in every scenario that has them")
     p.add_argument("--targets", default="minijs,nats-server",
                    type=lambda s: [t.strip() for t in s.split(",") if t.strip()])
     p.add_argument("--memory", action="store_true", help="also measure RSS per stored message")
@@ -580,8 +605,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for t in args.targets:
         if t not in TARGETS:
             p.error(f"unknown target {t!r} (choose from {', '.join(TARGETS)})")
-    if args.count < 1 or args.rounds < 1 or args.window < 1 or args.memory_count < 1:
-        p.error("--count, --rounds, --window and --memory-count must be positive")
+    fanout = [n for n in (args.pubs, args.subs) if n is not None]
+    if min(args.count, args.rounds, args.window, args.memory_count, *fanout) < 1:
+        p.error("--count, --rounds, --window, --memory-count, --pubs and --subs must be positive")
     if args.memory_only:
         args.memory = True
     return args
@@ -589,7 +615,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    scenarios = [] if args.memory_only else select(build_scenarios(), args.scenarios)
+    scenarios = [] if args.memory_only else select(
+        with_fanout(build_scenarios(), args.pubs, args.subs), args.scenarios)
     if args.scenarios and not scenarios and not args.memory_only:
         print(f"--scenarios {args.scenarios!r}: no scenario matches", file=sys.stderr)
         return 2

@@ -42,7 +42,8 @@ def test_defaults_and_options():
     assert args.targets == ["minijs"] and args.count == 50 and args.memory and args.no_install
 
 
-@pytest.mark.parametrize("argv", [["--targets", "nats"], ["--count", "0"], ["--rounds", "-1"]])
+@pytest.mark.parametrize("argv", [["--targets", "nats"], ["--count", "0"], ["--rounds", "-1"],
+                                  ["--subs", "0"]])
 def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         bn.parse_args(argv)
@@ -63,6 +64,14 @@ def test_scenarios_cover_the_issue():
     assert [s.key for s in bn.select(scenarios, "kv-")] == ["kv-put 128B memory",
                                                             "kv-get 128B memory"]
     assert bn.select(scenarios, "nothing-like-this") == []
+
+
+def test_fanout_applies_where_the_mode_has_publishers_or_subscribers():
+    base = [bn.Scenario("pub", 16), bn.Scenario("js-pull", 128), bn.Scenario("pubsub", 128),
+            bn.Scenario("pubsub", 128, pubs=4, subs=1)]
+    out = bn.with_fanout(base, 3, 5)
+    assert [s.key for s in out] == ["pub 16B 3x1", "js-pull 128B memory 1x5", "pubsub 128B 3x5"]
+    assert bn.with_fanout(base, None, None) == base
 
 
 def test_scenario_count_and_command_line():
