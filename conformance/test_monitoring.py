@@ -542,3 +542,49 @@ def test_healthz_assets(target: str, spawn: SpawnFn) -> None:
     assert_bad_request(http_port, "/healthz?js-meta-only=maybe",
                        "Error decoding boolean for 'js-meta-only': strconv.ParseBool: "
                        "parsing \"maybe\": invalid syntax")
+
+
+def test_healthz_stream_that_could_not_be_recovered(target: str, spawn: SpawnFn,
+                                                     tmp_path: Any) -> None:
+    """A file stream whose files are damaged while the server is down is not recovered: it
+    is gone from the API, and ``/healthz`` reports JetStream unhealthy (503, ``could not be
+    recovered``, also for ``account`` and that ``stream``) until a stream of that name is
+    created again; other streams and ``js-enabled-only`` stay ``ok``."""
+    import os
+
+    store = str(tmp_path / "store")
+    http_port = free_port()
+    args = ["-js", "-sd", store, "-m", str(http_port)]
+    srv = spawn(args=args)
+    js = JsClient.connect(srv)
+    for name in ("GOOD", "BAD"):
+        js.create(name, subjects=[name.lower()])
+        js.pub_ok(name.lower(), b"x")
+    js.close()
+    srv.stop()
+    bad = os.path.join(store, "jetstream", "$G", "streams", "BAD")
+    damaged = 0
+    for root, _, files in os.walk(bad):
+        for f in files:
+            with open(os.path.join(root, f), "wb") as fh:
+                fh.write(b"garbage" * 3)
+            damaged += 1
+    assert damaged
+    srv = spawn(args=args)
+    text = "JetStream stream '$G > BAD' could not be recovered"
+    unhealthy = (503, {"status": "unavailable", "error": text})
+    assert _healthz(http_port, "") == unhealthy
+    assert _healthz(http_port, "account=$G") == unhealthy
+    assert _healthz(http_port, "account=$G&stream=BAD") == unhealthy
+    assert _healthz(http_port, "details=true") == (503, {"status": "error", "errors": [{
+        "type": "STREAM", "account": "$G", "stream": "BAD", "error": text}]})
+    assert _healthz(http_port, "account=$G&stream=GOOD") == (200, {"status": "ok"})
+    assert _healthz(http_port, "js-enabled-only=true") == (200, {"status": "ok"})
+    js = JsClient.connect(srv)
+    try:
+        assert js.api("STREAM.NAMES")["streams"] == ["GOOD"]
+        assert js.info("BAD")["error"]["err_code"] == 10059
+        js.create("BAD", subjects=["bad"])
+        assert _healthz(http_port, "") == (200, {"status": "ok"})
+    finally:
+        js.close()

@@ -258,9 +258,12 @@ class Monitor:
         The checks run in nats-server's order: ``stream`` needs ``account`` and ``consumer``
         needs ``stream`` (400); a server without JetStream, or asked ``js-server-only`` /
         ``js-enabled-only``, is healthy once up; otherwise the account, stream and consumer
-        asked for must exist (404). As on a single nats-server, which looks the streams up in
-        its store directory, only file streams count: a memory stream is "not found".
-        ``details`` lists the problems as typed ``errors`` instead of one ``error``."""
+        asked for must exist (404). As on a single nats-server, which walks the stream
+        directories of its store, only file streams count (a memory stream is "not found"),
+        and a stream directory left behind by a stream that could not be recovered at startup
+        makes JetStream unhealthy (503 ``could not be recovered``) until the stream is
+        created again. ``details`` lists the problems as typed ``errors`` instead of one
+        ``error``."""
         def problem(code: int, kind: str, text: str, status: str = "unavailable",
                     **where: str) -> tuple[int, dict[str, Any]]:
             if details:
@@ -275,14 +278,31 @@ class Monitor:
             return problem(400, "BAD_REQUEST",
                            '"stream" must not be empty when checking consumer health', "error")
         engine = getattr(self.server, "jetstream", None)
-        if js_server_only or engine is None or js_enabled_only or not account:
+        if js_server_only or engine is None or js_enabled_only:
             return 200, {"status": "ok"}
-        accounts = getattr(engine, "accounts_with_store", None)
-        if account not in (accounts() if callable(accounts) else ("$G",)):
+        if account and account != "$G":
             return problem(404, "ACCOUNT", f"JetStream account {go_quote(account)} not found",
                            account=account)
-        found = engine.streams.get(stream) if stream else None
-        if stream and (found is None or found.config.storage != "file"):
+        errors: list[dict[str, Any]] = []
+        found = None
+        for name in engine.stream_dirs():
+            if stream and name != stream:
+                continue
+            found = engine.streams.get(name)
+            if found is None:
+                text = f"JetStream stream '$G > {name}' could not be recovered"
+                if not details:
+                    return 503, {"status": "unavailable", "error": text}
+                errors.append({"type": "STREAM", "account": "$G", "stream": name,
+                               "error": text})
+                if stream:
+                    break
+                continue
+            if stream:
+                break
+        if errors:
+            return 503, {"status": "error", "errors": errors}
+        if stream and found is None:
             return problem(404, "STREAM", f"JetStream stream {go_quote(stream)} not found on "
                            f"account {go_quote(account)}", account=account, stream=stream)
         if consumer and (found is None or consumer not in found.consumers):

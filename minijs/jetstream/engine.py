@@ -203,6 +203,15 @@ class JetStream:
         self._sync_timer = self.clock.call_later(self.sync_interval, self._periodic_sync,
                                                 housekeeping=True)
 
+    def stream_dirs(self) -> list[str]:
+        """The stream directories in the store, sorted (what a single nats-server's health
+        check walks): every file stream, and any left behind that could not be recovered."""
+        root = self._streams_dir()
+        try:
+            return sorted(p.name for p in root.iterdir() if p.is_dir())
+        except OSError:
+            return []
+
     def _streams_dir(self) -> Path:
         if self.store_dir:
             return stream_store_path(self.store_dir, "x").parent
