@@ -122,3 +122,18 @@ def test_js_update_seal(target: str, js: JsClient, stream_name: str) -> None:
         500, 10052, "stream configuration update can not unseal a sealed stream")
     assert js.state(stream_name)["messages"] == 1
     assert js.delete(stream_name)["success"] is True  # deleting the stream is still allowed
+
+
+def test_js_update_republish_with_bad_source(target: str, js: JsClient, stream_name: str) -> None:
+    """A republish source that is no valid subject and no destination: accepted at create
+    (no transform is built without a destination), refused by an update, where the
+    destination defaults to ``>`` and the transform is built (500/10069); the stream keeps
+    its config and takes messages."""
+    p = stream_name.lower()
+    created = js.create(stream_name, subjects=[f"{p}.>"], republish={"src": "a b"})
+    assert "error" not in created, created
+    out = js.update(stream_name, subjects=[f"{p}.>"], republish={"src": "a b"})
+    assert out == update_error(
+        500, 10069, "stream configuration for republish from 'a b' to '>': invalid subject")
+    assert js.info(stream_name)["config"]["subjects"] == [f"{p}.>"]
+    assert js.pub_ok(f"{p}.x") == 1

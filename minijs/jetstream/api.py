@@ -23,6 +23,7 @@ from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream.consumer_api import ConsumerApi
 from minijs.jetstream import errors as E
+from minijs.jetstream.transform import SubjectTransform
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
@@ -315,6 +316,16 @@ class JetStreamApi:
         C.check_unsupported(cfg, self.js.lookup_config)
         if cfg.retention != "limits" and self.js.replicator.followed(name):
             raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
+        if cfg.republish:
+            # nats-server builds the republish transform only as it applies an update (a
+            # create without a destination builds none): a bad one fails the update there.
+            src = cfg.republish.get("src") or ">"
+            dest = cfg.republish.get("dest") or ">"
+            try:
+                SubjectTransform(src, dest)
+            except ValueError as exc:
+                raise E.stream_update(f"stream configuration for republish from '{src}' to "
+                                      f"'{dest}': {exc}") from None
         self.js.update_stream(stream, cfg)
         self.js.advisories.stream_action(stream.name, "modify")
         return stream.info_json(cluster=False, domain=self.js.domain)
