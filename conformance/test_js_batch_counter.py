@@ -436,3 +436,31 @@ def test_js_counter_sourced_into_a_counter(target: str, js: JsClient, stream_nam
     # the aggregate takes its own increments too
     ack = json.loads(reply(js, f"{p}g.x", b"", (INCR, "2")))
     assert ack["val"] == "90"
+
+
+def test_js_batch_header_checks(target: str, js: JsClient, stream_name: str) -> None:
+    """``Nats-Required-Api-Level`` above the server's fails the batch (412/10185) and is
+    removed when it passes; the commit runs the publish header checks (TTL, expected stream,
+    counters, rollups) on every message; an empty or upper-case commit value is invalid."""
+    p = stream_name.lower()
+    js.create(stream_name, storage="memory", subjects=[f"{p}.>"], allow_atomic=True,
+              allow_msg_ttl=True)
+    s = f"{p}.a"
+    level = ack_error(stream_name, 412, 10185, "JetStream minimum api level required")
+    assert reply(js, s, b"x", (BID, "a"), (BSEQ, "1"), ("Nats-Required-Api-Level", "99")) == level
+    stage(js, s, "a", 1, b"x", ("Nats-Required-Api-Level", "1"))
+    assert commit(js, s, "a", 2, b"x", ("Nats-Required-Api-Level", "x")) == level
+    assert commit(js, s, "c", 1, b"x", ("Nats-Required-Api-Level", "2"), ("Nats-TTL", "5s")) == (
+        f'{{"stream":"{stream_name}","seq":1,"batch":"c","count":1}}'.encode())
+    assert stored(js, stream_name, 1) == (s, H((BID, "c"), (BSEQ, "1"), ("Nats-TTL", "5s"),
+                                               (COMMIT, "1")), b"x")
+    for hdr, err in ((("Nats-TTL", "bad"), (400, 10165, "invalid per-message TTL")),
+                     (("Nats-Expected-Stream", "Z"), (400, 10060, "expected stream does not match")),
+                     ((INCR, "1"), (400, 10168, "message counters is disabled")),
+                     (("Nats-Rollup", "sub"), (500, 10111, "rollup not permitted"))):
+        stage(js, s, "d", 1)
+        assert commit(js, s, "d", 2, b"x", hdr) == ack_error(stream_name, *err), hdr
+    for how in ("", "EOB"):
+        assert commit(js, s, "e", 1, b"x", how=how) == ack_error(
+            stream_name, 400, 10200, "atomic publish batch commit is invalid")
+    assert js.state(stream_name)["messages"] == 1
