@@ -464,3 +464,24 @@ def test_js_batch_header_checks(target: str, js: JsClient, stream_name: str) -> 
         assert commit(js, s, "e", 1, b"x", how=how) == ack_error(
             stream_name, 400, 10200, "atomic publish batch commit is invalid")
     assert js.state(stream_name)["messages"] == 1
+
+
+def test_js_batch_too_large_midway(target: str, js: JsClient, stream_name: str) -> None:
+    """The 1001st message of a batch fails it (10199, ``BATCH_ABANDONED`` reason ``large``);
+    an ``eob`` marker does not count, so 1000 messages and an ``eob`` commit."""
+    p = stream_name.lower()
+    js.create(stream_name, storage="memory", subjects=[f"{p}.>"], allow_atomic=True)
+    adv = f"$JS.EVENT.ADVISORY.STREAM.BATCH_ABANDONED.{stream_name}"
+    js.raw.send(f"SUB {adv} 78\r\n".encode())
+    js.raw.barrier()
+    for i in range(1, 1001):
+        stage(js, f"{p}.a", "big", i)
+    assert reply(js, f"{p}.a", b"", (BID, "big"), (BSEQ, "1001")) == ack_error(
+        stream_name, 400, 10199, "atomic publish batch is too large: 1000")
+    event = js.next_msg(adv).json()
+    assert (event["batch"], event["reason"]) == ("big", "large")
+    for i in range(1, 1001):
+        stage(js, f"{p}.a", "eob", i)
+    assert commit(js, f"{p}.a", "eob", 1001, how="eob") == (
+        f'{{"stream":"{stream_name}","seq":1000,"batch":"eob","count":1000}}'.encode())
+    assert js.state(stream_name)["messages"] == 1000
