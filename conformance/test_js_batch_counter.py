@@ -485,3 +485,24 @@ def test_js_batch_too_large_midway(target: str, js: JsClient, stream_name: str) 
     assert commit(js, f"{p}.a", "eob", 1001, how="eob") == (
         f'{{"stream":"{stream_name}","seq":1000,"batch":"eob","count":1000}}'.encode())
     assert js.state(stream_name)["messages"] == 1000
+
+
+def test_js_batch_too_many_inflight_on_the_server(target: str, spawn: SpawnFn) -> None:
+    """At most 1000 batches are open on the whole server (20 streams of 50 here); one more
+    is refused with 429/10210 until one of them ends."""
+    srv = spawn(jetstream=True)
+    js = JsClient.connect(srv)
+    names = [unique_name() for _ in range(21)]
+    for name in names:
+        js.create(name, storage="memory", subjects=[f"{name.lower()}.>"], allow_atomic=True)
+    for name in names[:20]:
+        for i in range(50):
+            stage(js, f"{name.lower()}.a", f"b{i}", 1)
+    last = names[20]
+    assert reply(js, f"{last.lower()}.a", b"", (BID, "x"), (BSEQ, "1")) == ack_error(
+        last, 429, 10210, "atomic publish too many inflight")
+    first = names[0]
+    assert commit(js, f"{first.lower()}.a", "b0", 2) == (
+        f'{{"stream":"{first}","seq":2,"batch":"b0","count":2}}'.encode())
+    stage(js, f"{last.lower()}.a", "x", 1)
+    js.close()
