@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from minijs.jetstream import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
+from minijs.jetstream import schedules as _schedules
 from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
@@ -63,6 +64,11 @@ def _parse_seq(text: str | None) -> int | None:
     if not text or not _UINT.fullmatch(text) or int(text) >= 1 << 64:
         return None
     return int(text)
+
+
+def _parse_uint(value: str) -> int:
+    """An expected-sequence header as nats-server reads it: garbage never matches."""
+    return int(value) if _UINT.fullmatch(value) else (1 << 64) - 1
 
 
 def _api_level_too_high(value: str) -> bool:
@@ -194,8 +200,6 @@ class _Checker:
         self.expected: dict[str, int] = {}
 
     def check_all(self, msgs: list[tuple[str, bytes, bytes]]) -> list[tuple]:
-        from minijs.jetstream.stream import _parse_uint, parse_msg_ttl
-
         stream = self.stream
         cfg = stream.config
         store = stream.store
@@ -219,7 +223,7 @@ class _Checker:
                 if ttl_text is not None:
                     if not cfg.allow_msg_ttl:
                         raise E.ttl_disabled()
-                    ttl = parse_msg_ttl(ttl_text)
+                    ttl = H.parse_msg_ttl(ttl_text)
                 msg_id = h.get(H.MSG_ID, "")
                 if msg_id:
                     if msg_id in self.msg_ids or stream._check_dedup(msg_id):
@@ -259,6 +263,9 @@ class _Checker:
                         raise E.wrong_last_sequence(have)
                 elif h.get(H.EXPECTED_LAST_SUBJ_SEQ_SUBJ):
                     raise E.stream_expected_last_seq_per_subject_invalid()
+                if b"Nats-Schedul" in hdr:
+                    hdr = _schedules.check_publish(stream, subject, hdr, h)
+                    h = H.parse(hdr)
                 rollup = h.get(H.ROLLUP, "").lower()
                 if rollup:
                     if not cfg.allow_rollup_hdrs or cfg.deny_purge:
