@@ -292,8 +292,6 @@ def test_validation_accepts_boundaries():
          "mirrors and sources of another JetStream domain or account (external)"),
         (b'{"name":"O11","sources":[{"name":"O1","consumer":{"name":"C","deliver_subject":"d"}}]}',
          "durable sourcing consumers (consumer)"),
-        (b'{"name":"O2","allow_msg_counter":true}', "counter streams (allow_msg_counter)"),
-        (b'{"name":"O3","allow_atomic":true}', "atomic batch publishing (allow_atomic)"),
         (b'{"name":"O6","allow_batched":true}', "fast batch publishing (allow_batched)"),
     ],
 )
@@ -305,8 +303,7 @@ def test_unsupported_options_are_rejected(body, feature):
 def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
-    assert set(C.UNSUPPORTED_FIELDS) == {
-        "allow_msg_counter", "allow_atomic", "allow_batched"}
+    assert set(C.UNSUPPORTED_FIELDS) == {"allow_batched"}
     assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external", "consumer"}
 
 

@@ -669,8 +669,6 @@ def _transform_creatable(src: str, dest: str) -> bool:
 # --------------------------------------------------------------------------------------------
 
 UNSUPPORTED_FIELDS: dict[str, str] = {
-    "allow_msg_counter": "counter streams (allow_msg_counter)",
-    "allow_atomic": "atomic batch publishing (allow_atomic)",
     "allow_batched": "fast batch publishing (allow_batched)",
 }
 """StreamConfig options nats-server 2.15.1 accepts but minijs does not implement, with the

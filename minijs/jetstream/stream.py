@@ -28,6 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.core import subjects as _subjects
+from minijs.jetstream import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream.headers import parse_go_duration, parse_msg_ttl  # noqa: F401
@@ -110,6 +111,8 @@ class Stream:
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
+        #: Atomic batches being staged (``batch.AtomicBatches``), made on the first batch.
+        self.batches: Any = None
         #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``),
         #: woken once new messages are committed.
         self.followers: list[Any] = []
@@ -173,6 +176,8 @@ class Stream:
         self.engine.mark_dirty(self)
 
     def stop(self) -> None:
+        if self.batches is not None:
+            self.batches.stop()
         for sub in self._subs:
             self.server.unsubscribe_internal(sub)
         self._subs = []
@@ -263,21 +268,29 @@ class Stream:
             subject = self._transform.apply(subject) or subject
         if cfg.sealed:
             raise E.stream_sealed()
-        if hdr and H.BATCH_ID.encode() in hdr and H.parse(H.strip_status(hdr)).get(H.BATCH_ID):
-            # A batch message goes down nats-server's batch path: size first, then the stream
-            # must allow atomic publishes (minijs streams never do yet).
-            mms = cfg.max_msg_size
-            if mms >= 0 and len(data) + len(hdr) > mms:
-                raise E.message_size_exceeds_maximum()
-            raise E.atomic_publish_disabled()
+        if hdr and H.BATCH_ID.encode() in hdr:
+            batch_id = H.parse(H.strip_status(hdr)).get(H.BATCH_ID)
+            if batch_id:
+                # A batch message goes down nats-server's batch path: size first, then the
+                # stream must allow atomic publishes; staging and commit live in batch.py.
+                mms = cfg.max_msg_size
+                if mms >= 0 and len(data) + len(hdr) > mms:
+                    raise E.message_size_exceeds_maximum()
+                if not cfg.allow_atomic:
+                    raise E.atomic_publish_disabled()
+                if self.batches is None:
+                    from minijs.jetstream.batch import AtomicBatches
+                    self.batches = AtomicBatches(self)
+                return self.batches.process(batch_id, subject, H.strip_status(hdr), data)
         ttl = 0
         msg_id = ""
         rollup = ""
+        incr = None
         if hdr:
             hdr = H.strip_status(hdr)
             h = H.parse(hdr)
             if H.INCR in h:
-                raise E.message_incr_disabled()
+                incr = C.check_incr(h, data, cfg.allow_msg_counter)
             exp = h.get(H.EXPECTED_STREAM)
             if exp and exp != self.name:
                 raise E.expected_stream_mismatch()
@@ -322,11 +335,33 @@ class Stream:
                 if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
                     ttl = sdm // _SECOND
                     hdr = H.set_value(hdr, H.TTL, str(ttl))
+        if cfg.allow_msg_counter:
+            if incr is None:
+                raise E.message_incr_missing()
+            hdr, data = C.apply(self.counter_total(subject), subject, hdr, data, incr,
+                                self.server.config.max_payload)
         mms = cfg.max_msg_size
         if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        seq = self.store_checked(subject, hdr, data, ttl, msg_id, rollup)
+        if cfg.allow_msg_counter:
+            return self._ack_prefix + b"%d" % seq + C.ack_suffix(data)
+        return self._ack_prefix + b"%d}" % seq
+
+    def counter_total(self, subject: str) -> "C.Total":
+        """The running total of a counter subject, from its last stored message."""
+        sm = self.store.load_last(subject)
+        return C.Total.load((sm.hdr, sm.data) if sm is not None else None)
+
+    def store_checked(self, subject: str, hdr: bytes | None, data: bytes, ttl: int,
+                      msg_id: str, rollup: str, check_discard: bool = True) -> int:
+        """Store a published message that passed its checks (the tail of nats-server's
+        ``processJetStreamMsg``): interest skip, discard policy, dedup record, rollup, limits,
+        expiry, republish, consumer signal. Returns the sequence."""
+        cfg = self.config
+        store = self.store
         engine = self.engine
         if engine.publish_limits:
             engine.check_server_room(cfg.storage)
@@ -336,13 +371,13 @@ class Stream:
             if msg_id:
                 self._record_dedup(msg_id, seq, now)
             self.engine.mark_dirty(self)
-            return self._ack_prefix + b"%d}" % seq
+            return seq
         if engine.publish_limits:
             size = len(subject) + (len(hdr) if hdr else 0) + len(data)
             # memStoreMsgSize / fileStoreMsgSize
             size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
             engine.check_account_room(cfg.storage, size)
-        if cfg.discard == "new":
+        if cfg.discard == "new" and check_discard:
             self._check_discard_new(subject, hdr, data, bool(rollup))
         seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
         if msg_id:
@@ -369,7 +404,7 @@ class Stream:
             self._signals.append((seq, subject))
         if self.schedules is not None:
             self.schedules.stored(seq, subject, hdr, ts)
-        return self._ack_prefix + b"%d}" % seq
+        return seq
 
     def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
                          seq: int = 0) -> int:
@@ -400,6 +435,12 @@ class Stream:
             rollup = h.get(H.ROLLUP, "").lower()
             if rollup not in ("sub", "all"):
                 rollup = ""
+            if cfg.allow_msg_counter:
+                incr = C.check_incr(h, data, True, sourced=True)
+                if incr is None:
+                    raise E.message_incr_missing()
+                hdr, data = C.apply(self.counter_total(subject), subject, hdr, data, incr,
+                                    self.server.config.max_payload)
             ttl_text = h.get(H.TTL)
             if ttl_text is not None and cfg.allow_msg_ttl:
                 ttl = parse_msg_ttl(ttl_text)
