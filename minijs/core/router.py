@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from minijs.clock import Clock, WallClock
-from minijs.config import API_LEVEL, GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION, ServerConfig
+from minijs.config import (API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION,
+                           SERVER_FLAGS_JETSTREAM, ServerConfig)
+from minijs.core import msgtrace
 from minijs.core.connection import Connection
 from minijs.core.sublist import Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
@@ -93,6 +95,8 @@ class Router:
         #: consulted for every message while it is set; None (no cost) otherwise.
         self.fault_hook: Any = None
         self.running = False
+        #: The sequence of the server's own system messages (trace events' ``server.seq``).
+        self._sys_seq = 0
 
     # ----------------------------------------------------------------- listener
 
@@ -224,11 +228,20 @@ class Router:
         self.sublist.remove(sub)
 
     def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
-                           queue: bytes | None = None) -> Subscription:
-        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``."""
+                           queue: bytes | None = None, *,
+                           on_traced: Callable[..., None] | None = None,
+                           import_account: str | None = None) -> Subscription:
+        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
+
+        For message tracing: ``on_traced(sub, trace, subject, reply, header, payload, origin)``
+        takes a traced message instead of ``handler`` (and records its own events);
+        ``import_account`` marks the subscription as a service import from that account (a
+        traced message records an ``si`` event and, trace-only, goes no further)."""
         if isinstance(subject, str):
             subject = subject.encode()
         sub = Subscription(subject, b"", queue, conn=None, callback=handler)
+        sub.on_traced = on_traced
+        sub.import_account = import_account
         self.sublist.insert(sub)
         return sub
 
@@ -297,6 +310,98 @@ class Router:
         if not delivered and reply and origin is not None and origin.no_responders:
             self.no_responders(subject, reply, origin)
         return delivered
+
+    # ----------------------------------------------------------------- message tracing
+
+    def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
+                       header: bytes | None, payload: bytes, origin: Connection | None) -> int:
+        """:meth:`publish` for a traced client message (``Nats-Trace-Dest``): the same routing,
+        recording an egress event per client subscription; trace-only delivers to no client
+        (but counts each as a receiver, so a request gets no 503). Streams and service imports
+        record their own events. The caller sends the trace (:meth:`send_trace`)."""
+        hook = self.fault_hook
+        if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
+            return 1
+        result = self.sublist.match(subject)
+        only = trace.only
+        delivered = 0
+        sent = 0
+        for sub in result.plain:
+            conn = sub.conn
+            if sub.closed:
+                if conn is not None:
+                    trace.egress(conn.cid, conn.name, sub.subject.decode(), "",
+                                 msgtrace.ERR_SUB_CLOSED)
+                continue
+            if conn is None:
+                delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
+                                                   origin)
+            elif conn is origin and not conn.echo:
+                trace.egress(conn.cid, conn.name, sub.subject.decode(), "", msgtrace.ERR_NO_ECHO)
+            else:
+                trace.egress(conn.cid, conn.name, sub.subject.decode())
+                if not only:
+                    conn.deliver(sub, subject, reply, header, payload)
+                    sent += 1
+                delivered += 1
+        for members in result.groups.values():
+            sub = _pick_member(members, origin)
+            if sub is None:
+                continue
+            conn = sub.conn
+            if conn is None:
+                delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
+                                                   origin)
+                continue
+            trace.egress(conn.cid, conn.name, sub.subject.decode(),
+                         (sub.queue or b"").decode())
+            if not only:
+                conn.deliver(sub, subject, reply, header, payload)
+                sent += 1
+            delivered += 1
+        if sent:
+            stats = self.stats
+            stats.out_msgs += sent
+            stats.out_bytes += sent * (len(payload) + (len(header) if header else 0))
+        if not delivered and reply and origin is not None and origin.no_responders:
+            self.no_responders(subject, reply, origin)
+        return delivered
+
+    def _internal_traced(self, trace: msgtrace.MsgTrace, sub: Subscription, subject: bytes,
+                         reply: bytes | None, header: bytes | None, payload: bytes,
+                         origin: Connection | None) -> int:
+        """A traced message to an internal subscription; 1 if it counts as delivered."""
+        if sub.on_traced is not None:
+            sub.on_traced(sub, trace, subject, reply, header, payload, origin)
+            return 1
+        if sub.import_account is not None:
+            text = subject.decode("utf-8", "replace")
+            trace.service_import(sub.import_account, text, text)
+            if trace.only:
+                return 0  # nats-server's service imports do not allow tracing past them
+        sub.callback(sub, subject, reply, header, payload, origin)
+        return 1
+
+    def trace_server_info(self) -> dict[str, Any]:
+        """The ``server`` object of a trace event (nats-server's ``ServerInfo``)."""
+        self._sys_seq += 1
+        js = self.jetstream is not None
+        return {
+            "name": self.server_name,
+            "host": self.config.host,
+            "id": self.server_id,
+            "ver": NATS_SERVER_VERSION,
+            "feature_flags": dict(FEATURE_FLAGS),
+            "jetstream": js,
+            "flags": SERVER_FLAGS_JETSTREAM if js else 0,
+            "seq": self._sys_seq,
+            "time": msgtrace.go_time(self.clock.time_ns()),
+        }
+
+    def send_trace(self, trace: msgtrace.MsgTrace) -> None:
+        """Publish the trace event of a fully processed message to its destination."""
+        header, payload = trace.encode(self.trace_server_info())
+        self.publish(trace.dest.encode(), None, header, payload)
 
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:

@@ -18,7 +18,8 @@ CACHE_MAX = 1024
 class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
-    __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed")
+    __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
+                 "on_traced", "import_account")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -30,6 +31,13 @@ class Subscription:
         self.max = 0  # auto-unsubscribe after this many deliveries (0 = never)
         self.delivered = 0
         self.closed = False
+        #: Internal only, for message tracing (``minijs.core.msgtrace``): the handler a traced
+        #: message goes to instead of ``callback`` (``on_traced(sub, trace, subject, reply,
+        #: header, payload, origin)``: a stream, which records its own ``js`` event), or the
+        #: account this subscription stands for as a service import (the JetStream API:
+        #: ``si`` event; a trace-only message stops there).
+        self.on_traced: Callable[..., None] | None = None
+        self.import_account: str | None = None
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""

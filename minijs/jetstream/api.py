@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.core import subjects as _subjects
+from minijs.core.msgtrace import SYSTEM_ACCOUNT
 from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream.consumer_api import ConsumerApi
@@ -97,7 +98,10 @@ class JetStreamApi:
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def start(self) -> None:
-        self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request)
+        # nats-server serves the API in the system account, imported into the client's: a
+        # traced request records that service import (and a trace-only one stops there).
+        self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,
+                                                   import_account=SYSTEM_ACCOUNT)
 
     def stop(self) -> None:
         if self._sub is not None:
