@@ -384,19 +384,21 @@ class JetStreamApi:
         return {"success": True}
 
     def stream_snapshot(self, payload: bytes, name: str) -> dict:
-        """Refused after nats-server's checks, in its order: empty body, stream, body,
-        deliver subject."""
+        """nats-server's checks, in its order: empty body, stream, body, deliver subject; then
+        the snapshot is sent in minijs's format (:mod:`snapshot`)."""
         if J.is_empty_request(payload):
             raise E.bad_request()
         self._stream(name)
         req = J.decode_strict(payload, _SNAPSHOT_REQUEST, "JSApiStreamSnapshotRequest")
         if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
             raise E.snapshot_deliver_subject_invalid()
-        raise E.stream_snapshot("minijs does not support stream snapshots")
+        from minijs.jetstream import snapshot
+        return snapshot.snapshot(self.js, self._stream(name), req)
 
     def stream_restore(self, payload: bytes, name: str) -> dict:
-        """Refused after nats-server's checks, in its order: empty body, body, name (an
-        omitted one is the subject's), path separators, the config, an existing stream."""
+        """nats-server's checks, in its order: empty body, body, name (an omitted one is the
+        subject's), path separators, the config, an existing stream; then the chunks are
+        received (:mod:`snapshot`)."""
         if J.is_empty_request(payload):
             raise E.bad_request()
         req = J.decode_strict(payload, _RESTORE_REQUEST)
@@ -411,7 +413,8 @@ class JetStreamApi:
         self.js.check_stream_resources(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
-        raise E.stream_restore("minijs does not support stream restore")
+        from minijs.jetstream import snapshot
+        return snapshot.restore(self.js, cfg)
 
     # ------------------------------------------------------------------ direct get
 

@@ -184,6 +184,16 @@ class Stream:
         self._schedule_expiry()
         self.save_config()
 
+    def after_restore(self, created: int) -> None:
+        """A restore wrote the messages straight into the store: take the snapshot's creation
+        time and rebuild what :meth:`start` derives from the stored messages."""
+        self.created = created
+        self._rebuild_dedup()
+        last = self.store.load_last()
+        self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
+        self._schedule_expiry()
+        self.save_config()
+
     def save_config(self) -> None:
         """Persist config and creation time in the store's metadata (file streams recover them)."""
         doc = {"config": to_json_dict(self.config, dynamic_metadata=False), "created": self.created}

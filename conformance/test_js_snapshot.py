@@ -1,0 +1,72 @@
+"""Stream snapshots: the transfer protocol of ``$JS.API.STREAM.SNAPSHOT`` (jetstream_api.go).
+
+The snapshot bytes are each server's own (nats-server: an s2-compressed tar of its file store;
+minijs: its own format), so only the protocol is compared: the API reply (config and state),
+the chunks on the deliver subject with their ack reply subjects
+``$JS.SNAPSHOT.ACK.<stream>.<id>.<size>.<index>`` (a last, short chunk has none), flow control by those acks, and the final
+empty ``NATS/1.0 204``. The API-level errors are in ``test_js_api_edges``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from typing import Any
+
+import nats
+
+from conformance.jshelpers import unique_name
+from conformance.servers import Endpoint
+
+
+async def test_js_snapshot_transfer_protocol(target: str, js_server: Endpoint) -> None:
+    nc = await nats.connect(js_server.url, allow_reconnect=False)
+    name = unique_name("SNAP")
+    js = nc.jetstream()
+    try:
+        await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        for i in range(8):
+            await js.publish(f"{name.lower()}.{i}", os.urandom(1500))
+        info = json.loads((await nc.request(f"$JS.API.STREAM.INFO.{name}", b"", timeout=5)).data)
+        inbox = nc.new_inbox()
+        chunks: list[Any] = []
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def on_chunk(m: Any) -> None:
+            if not m.data:
+                done.set_result(m)
+                return
+            chunks.append(m)
+            if m.reply:
+                await nc.publish(m.reply, b"")
+        await nc.subscribe(inbox, cb=on_chunk)
+        await nc.flush()
+        req = {"deliver_subject": inbox, "chunk_size": 1024, "window_size": 4096}
+        r = json.loads((await nc.request(f"$JS.API.STREAM.SNAPSHOT.{name}",
+                                         json.dumps(req).encode(), timeout=5)).data)
+        assert r["type"] == "io.nats.jetstream.api.v1.stream_snapshot_response"
+        assert list(r) == ["type", "config", "state"]
+        assert r["config"]["name"] == name and r["config"]["subjects"] == [f"{name.lower()}.>"]
+        assert r["state"] == info["state"]
+        end = await asyncio.wait_for(done, 10)
+        assert end.headers == {"Status": "204"} and end.data == b""
+        ack_re = re.compile(r"^\$JS\.SNAPSHOT\.ACK\.%s\.([A-Za-z0-9]+)\.(\d+)\.(\d+)$" % name)
+        assert len(chunks) > 4  # 12 KB of random bytes do not compress below 4 chunks
+        ids = set()
+        last = chunks[-1]
+        if len(last.data) < 1024:  # a last, short chunk asks for no ack
+            assert last.reply == "" and last.headers is None
+            chunks = chunks[:-1]
+        for index, m in enumerate(chunks, 1):
+            found = ack_re.match(m.reply)
+            assert found, (m.reply, index, len(m.data), m.headers)
+            ids.add(found.group(1))
+            assert int(found.group(2)) == len(m.data) == 1024 and int(found.group(3)) == index
+            assert m.headers is None
+        assert len(ids) == 1
+    finally:
+        try:
+            await js.delete_stream(name)
+        finally:
+            await nc.close()
