@@ -70,3 +70,28 @@ async def test_js_snapshot_transfer_protocol(target: str, js_server: Endpoint) -
             await js.delete_stream(name)
         finally:
             await nc.close()
+
+
+async def test_js_restore_transfer_without_data(target: str, js_server: Endpoint) -> None:
+    """A restore answers with its deliver subject ``$JS.SNAPSHOT.RESTORE.<stream>.<id>``; an
+    empty chunk at once ends the transfer, and its reply is the outcome: nothing to restore."""
+    nc = await nats.connect(js_server.url, allow_reconnect=False)
+    name = unique_name("REST")
+    try:
+        body = {"config": {"name": name, "subjects": [f"{name.lower()}.>"]}}
+        r = await nc.request(f"$JS.API.STREAM.RESTORE.{name}", json.dumps(body).encode(),
+                             timeout=5)
+        reply = json.loads(r.data)
+        assert list(reply) == ["type", "deliver_subject"]
+        assert reply["type"] == "io.nats.jetstream.api.v1.stream_restore_response"
+        assert re.match(r"^\$JS\.SNAPSHOT\.RESTORE\.%s\.[A-Za-z0-9]+$" % name,
+                        reply["deliver_subject"])
+        final = await nc.request(reply["deliver_subject"], b"", timeout=5)
+        assert final.data == (b'{"type":"io.nats.jetstream.api.v1.stream_create_response",'
+                              b'"error":{"code":500,"err_code":10062,'
+                              b'"description":"restore failed: EOF"}}')
+        info = json.loads((await nc.request(f"$JS.API.STREAM.INFO.{name}", b"",
+                                            timeout=5)).data)
+        assert info["error"]["err_code"] == 10059
+    finally:
+        await nc.close()

@@ -260,7 +260,10 @@ class RestoreReceiver:
     def _finish(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": _CREATE_RESPONSE}
         try:
-            doc = decode(b"".join(self.parts))
+            data = b"".join(self.parts)
+            if not data:
+                raise ValueError("EOF")  # nats-server's reader finds nothing either
+            doc = decode(data)
             if self.js.lookup(self.cfg.name) is not None:
                 raise ValueError("stream name already in use")
             stream = restore_into(self.js, self.cfg, doc)
