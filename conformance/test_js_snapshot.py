@@ -3,8 +3,9 @@
 The snapshot bytes are each server's own (nats-server: an s2-compressed tar of its file store;
 minijs: its own format), so only the protocol is compared: the API reply (config and state),
 the chunks on the deliver subject with their ack reply subjects
-``$JS.SNAPSHOT.ACK.<stream>.<id>.<size>.<index>`` (a last, short chunk has none), flow control by those acks, and the final
-empty ``NATS/1.0 204``. The API-level errors are in ``test_js_api_edges``.
+``$JS.SNAPSHOT.ACK.<stream>.<id>.<size>.<index>`` (a last, short chunk has none), flow
+control by those acks, the final empty ``NATS/1.0 204``, the restore handshake and the
+advisories. The API-level errors are in ``test_js_api_edges``.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ async def test_js_snapshot_transfer_protocol(target: str, js_server: Endpoint) -
             if m.reply:
                 await nc.publish(m.reply, b"")
         await nc.subscribe(inbox, cb=on_chunk)
+        advisories = await nc.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{name}")
         await nc.flush()
         req = {"deliver_subject": inbox, "chunk_size": 1024, "window_size": 4096}
         r = json.loads((await nc.request(f"$JS.API.STREAM.SNAPSHOT.{name}",
@@ -65,6 +67,18 @@ async def test_js_snapshot_transfer_protocol(target: str, js_server: Endpoint) -
             assert int(found.group(2)) == len(m.data) == 1024 and int(found.group(3)) == index
             assert m.headers is None
         assert len(ids) == 1
+        seen = {}
+        for _ in range(2):
+            m = await advisories.next_msg(timeout=5)
+            seen[m.subject] = json.loads(m.data)
+        create = seen[f"$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE.{name}"]
+        assert list(create) == ["type", "id", "timestamp", "stream", "state", "client"]
+        assert create["type"] == "io.nats.jetstream.advisory.v1.snapshot_create"
+        assert create["state"] == info["state"] and create["client"]["id"] == nc.client_id
+        complete = seen[f"$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_COMPLETE.{name}"]
+        assert list(complete) == ["type", "id", "timestamp", "stream", "start", "end", "client"]
+        assert complete["type"] == "io.nats.jetstream.advisory.v1.snapshot_complete"
+        assert complete["stream"] == name and complete["client"]["id"] == nc.client_id
     finally:
         try:
             await js.delete_stream(name)
@@ -79,6 +93,8 @@ async def test_js_restore_transfer_without_data(target: str, js_server: Endpoint
     name = unique_name("REST")
     try:
         body = {"config": {"name": name, "subjects": [f"{name.lower()}.>"]}}
+        advisories = await nc.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{name}")
+        await nc.flush()
         r = await nc.request(f"$JS.API.STREAM.RESTORE.{name}", json.dumps(body).encode(),
                              timeout=5)
         reply = json.loads(r.data)
@@ -93,5 +109,18 @@ async def test_js_restore_transfer_without_data(target: str, js_server: Endpoint
         info = json.loads((await nc.request(f"$JS.API.STREAM.INFO.{name}", b"",
                                             timeout=5)).data)
         assert info["error"]["err_code"] == 10059
+        seen = {}
+        for _ in range(2):
+            m = await advisories.next_msg(timeout=5)
+            seen[m.subject] = json.loads(m.data)
+        create = seen[f"$JS.EVENT.ADVISORY.STREAM.RESTORE_CREATE.{name}"]
+        assert list(create) == ["type", "id", "timestamp", "stream", "client"]
+        assert create["type"] == "io.nats.jetstream.advisory.v1.restore_create"
+        assert create["stream"] == name and create["client"]["id"] == nc.client_id
+        complete = seen[f"$JS.EVENT.ADVISORY.STREAM.RESTORE_COMPLETE.{name}"]
+        assert list(complete) == ["type", "id", "timestamp", "stream", "start", "end", "bytes",
+                                  "client"]
+        assert complete["type"] == "io.nats.jetstream.advisory.v1.restore_complete"
+        assert complete["bytes"] == 0 and complete["client"]["id"] == nc.client_id
     finally:
         await nc.close()

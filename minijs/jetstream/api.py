@@ -96,6 +96,8 @@ class JetStreamApi:
         self.consumers = ConsumerApi(js, self)
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: The requester of the request being handled.
+        self._origin: Any = None
 
     def start(self) -> None:
         # nats-server serves the API in the system account, imported into the client's: a
@@ -122,6 +124,7 @@ class JetStreamApi:
             return
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
+        self._origin = origin  # for the handlers that publish advisories about the requester
         try:
             if kind == "json":
                 if hdr and _API_LEVEL_KEY in hdr:
@@ -393,7 +396,8 @@ class JetStreamApi:
         if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
             raise E.snapshot_deliver_subject_invalid()
         from minijs.jetstream import snapshot
-        return snapshot.snapshot(self.js, self._stream(name), req)
+        return snapshot.snapshot(self.js, self._stream(name), req,
+                                 self._client_info(self._origin))
 
     def stream_restore(self, payload: bytes, name: str) -> dict:
         """nats-server's checks, in its order: empty body, body, name (an omitted one is the
@@ -414,7 +418,7 @@ class JetStreamApi:
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
         from minijs.jetstream import snapshot
-        return snapshot.restore(self.js, cfg)
+        return snapshot.restore(self.js, cfg, self._client_info(self._origin))
 
     # ------------------------------------------------------------------ direct get
 

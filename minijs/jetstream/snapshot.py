@@ -24,6 +24,10 @@ data, timestamp, TTL) and, unless ``no_consumers``, each consumer's durable stat
 (:mod:`consumer_state`). A snapshot taken from minijs restores into minijs exactly; a
 nats-server snapshot is refused at the end of its transfer with a clear error, and a minijs
 snapshot is likewise refused by nats-server.
+
+The advisories ``$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE|SNAPSHOT_COMPLETE|RESTORE_CREATE|
+RESTORE_COMPLETE.<stream>`` are published as nats-server does (the restore's ``bytes`` count
+what was received).
 """
 from __future__ import annotations
 
@@ -126,7 +130,7 @@ class SnapshotSender:
     """Streams one snapshot to a deliver subject with nats-server's flow control."""
 
     def __init__(self, js: "JetStream", stream: "Stream", data: bytes, deliver: str,
-                 chunk_size: int, window_size: int) -> None:
+                 chunk_size: int, window_size: int, client: dict | None = None) -> None:
         chunk = chunk_size or DEFAULT_CHUNK
         window = window_size or DEFAULT_WINDOW
         chunk = min(max(1024, chunk), 1024 * 1024)
@@ -143,8 +147,16 @@ class SnapshotSender:
         self._ack_sub: Any = None
         self._timer: Any = None
         self.done = False
+        self.stream = stream
+        self.client = client
+        self.started = js.server.clock.time_ns()
 
     def start(self) -> None:
+        self.js.advisories.advise(
+            f"$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE.{self.stream.name}",
+            "advisory.v1.snapshot_create",
+            {"stream": self.stream.name, "state": self.stream.state_json(),
+             "client": self.client})
         self._ack_sub = self.server.subscribe_internal(self.ack_subject + ".>", self._on_ack)
         self._send()
 
@@ -193,15 +205,24 @@ class SnapshotSender:
             self.server.unsubscribe_internal(self._ack_sub)
             self._ack_sub = None
         self.server.publish(self.deliver, None, status, b"")
+        fields = {"stream": self.stream.name, "start": J.go_time(self.started),
+                  "end": J.go_time(self.server.clock.time_ns()), "client": self.client}
+        if status == STATUS_NO_FLOW:
+            fields["error"] = "no flow response"
+        self.js.advisories.advise(
+            f"$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_COMPLETE.{self.stream.name}",
+            "advisory.v1.snapshot_complete", fields)
 
 
-def snapshot(js: "JetStream", stream: "Stream", req: dict[str, Any]) -> dict[str, Any]:
+def snapshot(js: "JetStream", stream: "Stream", req: dict[str, Any],
+             client: dict | None = None) -> dict[str, Any]:
     """Answer a snapshot request (already checked) and start sending on the next turn."""
     data = encode(stream, consumers=not req.get("no_consumers", False))
     fields = {"config": to_json_dict(stream.config, dynamic_metadata=False),
               "state": stream.state_json()}
     sender = SnapshotSender(js, stream, data, req["deliver_subject"],
-                            int(req.get("chunk_size") or 0), int(req.get("window_size") or 0))
+                            int(req.get("chunk_size") or 0), int(req.get("window_size") or 0),
+                            client)
     js.soon(sender.start)
     return fields
 
@@ -212,8 +233,12 @@ def snapshot(js: "JetStream", stream: "Stream", req: dict[str, Any]) -> dict[str
 class RestoreReceiver:
     """Collects the chunks of one restore and creates the stream at the end."""
 
-    def __init__(self, js: "JetStream", cfg: StreamConfig) -> None:
+    def __init__(self, js: "JetStream", cfg: StreamConfig, client: dict | None = None) -> None:
         self.js = js
+        self.client = client
+        self.started = js.server.clock.time_ns()
+        js.advisories.advise(f"$JS.EVENT.ADVISORY.STREAM.RESTORE_CREATE.{cfg.name}",
+                             "advisory.v1.restore_create", {"stream": cfg.name, "client": client})
         self.server = js.server
         self.cfg = cfg
         self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{new_id()}"
@@ -255,7 +280,14 @@ class RestoreReceiver:
             self.server.publish(reply, None, None, b"")
             return
         self._close()
-        self.server.publish(reply, None, None, J.dumps(self._finish()))
+        result = self._finish()
+        self.js.advisories.advise(
+            f"$JS.EVENT.ADVISORY.STREAM.RESTORE_COMPLETE.{self.cfg.name}",
+            "advisory.v1.restore_complete",
+            {"stream": self.cfg.name, "start": J.go_time(self.started),
+             "end": J.go_time(self.server.clock.time_ns()),
+             "bytes": sum(len(p) for p in self.parts), "client": self.client})
+        self.server.publish(reply, None, None, J.dumps(result))
 
     def _finish(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": _CREATE_RESPONSE}
@@ -275,6 +307,6 @@ class RestoreReceiver:
         return body
 
 
-def restore(js: "JetStream", cfg: StreamConfig) -> dict[str, Any]:
+def restore(js: "JetStream", cfg: StreamConfig, client: dict | None = None) -> dict[str, Any]:
     """Answer a restore request (already checked): where to send the chunks."""
-    return {"deliver_subject": RestoreReceiver(js, cfg).subject}
+    return {"deliver_subject": RestoreReceiver(js, cfg, client).subject}
