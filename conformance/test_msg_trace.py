@@ -105,6 +105,63 @@ def msgsize(headers: dict[str, str], payload: bytes) -> int:
     return len(block.encode()) + len(payload)
 
 
+def snappy_unframe(data: bytes) -> bytes:
+    """Decode the snappy framing format (stream identifier, compressed and uncompressed
+    chunks; CRCs not checked): enough to read a trace event compressed by either server."""
+    out = bytearray()
+    i = 0
+    while i < len(data):
+        kind, n = data[i], int.from_bytes(data[i + 1:i + 4], "little")
+        body = data[i + 4:i + 4 + n]
+        i += 4 + n
+        if kind == 0x00:
+            out += snappy_block(body[4:])
+        elif kind == 0x01:
+            out += body[4:]
+        else:
+            assert kind == 0xFF or 0x80 <= kind <= 0xFE, kind
+    return bytes(out)
+
+
+def snappy_block(b: bytes) -> bytes:
+    i = 0
+    shift = 0
+    while b[i] & 0x80:  # the uncompressed length (a varint), not needed
+        i += 1
+        shift += 7
+    i += 1
+    out = bytearray()
+    while i < len(b):
+        tag = b[i]
+        kind = tag & 3
+        if kind == 0:
+            ln = tag >> 2
+            i += 1
+            if ln >= 60:
+                extra = ln - 59
+                ln = int.from_bytes(b[i:i + extra], "little")
+                i += extra
+            ln += 1
+            out += b[i:i + ln]
+            i += ln
+            continue
+        if kind == 1:
+            ln = 4 + ((tag >> 2) & 7)
+            off = ((tag & 0xE0) << 3) | b[i + 1]
+            i += 2
+        elif kind == 2:
+            ln = (tag >> 2) + 1
+            off = int.from_bytes(b[i + 1:i + 3], "little")
+            i += 3
+        else:
+            ln = (tag >> 2) + 1
+            off = int.from_bytes(b[i + 1:i + 5], "little")
+            i += 5
+        for _ in range(ln):
+            out.append(out[-off])
+    return bytes(out)
+
+
 async def barrier(*clients: NatsClient) -> None:
     """Flush each client. The publisher too: nats-server 2.15.1 now and then loses the first
     PUB a fresh nats-py connection sends right after connecting (about 1 in 20 here, headers or
@@ -326,6 +383,34 @@ async def test_trace_gzip_compressed(target: str, nats_connect: NatsFactory,
     event = normalize(json.loads(gzip.decompress(m.data)), {pub.client_id: "pub"})
     assert event["request"]["header"] == {k: [v] for k, v in headers.items()}
     assert event["events"] == [ingress(f"{subject}.x", "pub")]
+
+
+@pytest.mark.parametrize("encoding", ["snappy", "s2", "application/S2"])
+async def test_trace_snappy_compressed(target: str, nats_connect: NatsFactory, subject: str,
+                                       encoding: str) -> None:
+    """``Accept-Encoding`` naming snappy or s2: the event comes in the snappy framing format
+    with ``Content-Encoding: snappy``."""
+    pub = await nats_connect()
+    traces = await Traces(pub, f"{subject}.trace").start()
+    headers = {"Nats-Trace-Dest": f"{subject}.trace", "Accept-Encoding": encoding}
+    await pub.publish(f"{subject}.x", b"", headers=headers)
+    m = await traces.next_raw()
+    assert m.headers == {"Content-Encoding": "snappy"}
+    assert m.data.startswith(b"\xff\x06\x00\x00sNaPpY")
+    event = normalize(json.loads(snappy_unframe(m.data)), {pub.client_id: "pub"})
+    assert event["events"] == [ingress(f"{subject}.x", "pub")]
+
+
+async def test_trace_unknown_encoding(target: str, nats_connect: NatsFactory,
+                                      subject: str) -> None:
+    """An encoding the server does not know: uncompressed, ``Content-Encoding: identity``."""
+    pub = await nats_connect()
+    traces = await Traces(pub, f"{subject}.trace").start()
+    await pub.publish(f"{subject}.x", b"", headers={"Nats-Trace-Dest": f"{subject}.trace",
+                                                    "Accept-Encoding": "br"})
+    m = await traces.next_raw()
+    assert m.headers == {"Content-Encoding": "identity"}
+    assert json.loads(m.data)["events"][0]["subj"] == f"{subject}.x"
 
 
 # ------------------------------------------------------------------------- JetStream
