@@ -587,3 +587,22 @@ async def test_trace_jetstream_api_service_import(target: str, js_conn: Any,
     assert [e["type"] for e in event["events"]] == ["in", "si"]
     with pytest.raises(nats.js.errors.NotFoundError):
         await nc.jetstream().stream_info(name)
+
+
+async def test_trace_direct_get_served_in_account(target: str, js_conn: Any, stream: Any,
+                                                  subject: str) -> None:
+    """DIRECT.GET is served by the stream's own subscription in the client's account: no
+    ``si`` event, and it is answered even when trace-only."""
+    nc = await js_conn()
+    name = await stream(subjects=[f"{subject}.d"], allow_direct=True)
+    await nc.jetstream().publish(f"{subject}.d", b"stored")
+    traces = await Traces(nc, f"{subject}.trace").start()
+    for only in (False, True):
+        hdrs = {"Nats-Trace-Dest": f"{subject}.trace"}
+        if only:
+            hdrs["Nats-Trace-Only"] = "true"
+        r = await nc.request(f"$JS.API.DIRECT.GET.{name}", b'{"seq":1}', timeout=5,
+                             headers=hdrs)
+        assert r.data == b"stored" and r.headers["Nats-Sequence"] == "1"
+        event = normalize(await traces.next(), {nc.client_id: "pub"})
+        assert event["events"] == [ingress(f"$JS.API.DIRECT.GET.{name}", "pub")]

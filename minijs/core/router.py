@@ -229,19 +229,16 @@ class Router:
 
     def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
                            queue: bytes | None = None, *,
-                           on_traced: Callable[..., None] | None = None,
-                           import_account: str | None = None) -> Subscription:
+                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
         """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
 
-        For message tracing: ``on_traced(sub, trace, subject, reply, header, payload, origin)``
-        takes a traced message instead of ``handler`` (and records its own events);
-        ``import_account`` marks the subscription as a service import from that account (a
-        traced message records an ``si`` event and, trace-only, goes no further)."""
+        For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
+        takes a traced message instead of ``handler``, records its own events and returns
+        False when the message went no further (not a receiver, so a request may get a 503)."""
         if isinstance(subject, str):
             subject = subject.encode()
         sub = Subscription(subject, b"", queue, conn=None, callback=handler)
         sub.on_traced = on_traced
-        sub.import_account = import_account
         self.sublist.insert(sub)
         return sub
 
@@ -317,8 +314,8 @@ class Router:
                        header: bytes | None, payload: bytes, origin: Connection | None) -> int:
         """:meth:`publish` for a traced client message (``Nats-Trace-Dest``): the same routing,
         recording an egress event per client subscription; trace-only delivers to no client
-        (but counts each as a receiver, so a request gets no 503). Streams and service imports
-        record their own events. The caller sends the trace (:meth:`send_trace`)."""
+        (but counts each as a receiver, so a request gets no 503). Streams and the JetStream
+        API record their own events. The caller sends the trace (:meth:`send_trace`)."""
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1
@@ -370,15 +367,12 @@ class Router:
     def _internal_traced(self, trace: msgtrace.MsgTrace, sub: Subscription, subject: bytes,
                          reply: bytes | None, header: bytes | None, payload: bytes,
                          origin: Connection | None) -> int:
-        """A traced message to an internal subscription; 1 if it counts as delivered."""
+        """A traced message to an internal subscription; 1 if it counts as delivered. Those
+        without a tracing handler take it as any message (trace-only too, as nats-server's
+        internal subscriptions do), recording nothing."""
         if sub.on_traced is not None:
-            sub.on_traced(sub, trace, subject, reply, header, payload, origin)
-            return 1
-        if sub.import_account is not None:
-            text = subject.decode("utf-8", "replace")
-            trace.service_import(sub.import_account, text, text)
-            if trace.only:
-                return 0  # nats-server's service imports do not allow tracing past them
+            went_on = sub.on_traced(sub, trace, subject, reply, header, payload, origin)
+            return 0 if went_on is False else 1
         sub.callback(sub, subject, reply, header, payload, origin)
         return 1
 

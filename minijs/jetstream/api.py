@@ -49,6 +49,9 @@ _SNAPSHOT_REQUEST = {"deliver_subject": J.STRING, "no_consumers": J.BOOL, "chunk
 _RESTORE_REQUEST = J.Struct("JSApiStreamRestoreRequest",
                             {"config": C.STREAM_CONFIG_TYPE, "state": C.STREAM_STATE_TYPE})
 
+#: API subjects nats-server serves in the client's account (not through the $SYS import).
+_LOCAL_API = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
+
 #: Endpoints that exist only in a cluster: a single server answers 503/10010.
 _CLUSTER_ONLY = {
     ("STREAM", "LEADER", "STEPDOWN"): "stream_leader_stepdown_response",
@@ -100,10 +103,8 @@ class JetStreamApi:
         self._origin: Any = None
 
     def start(self) -> None:
-        # nats-server serves the API in the system account, imported into the client's: a
-        # traced request records that service import (and a trace-only one stops there).
         self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,
-                                                   import_account=SYSTEM_ACCOUNT)
+                                                   on_traced=self._on_traced_request)
 
     def stop(self) -> None:
         if self._sub is not None:
@@ -151,6 +152,21 @@ class JetStreamApi:
         if rtype != "stream_msg_get_response" or "error" in body:
             self.js.api_total += 1
             self.audit(subject, payload, data, origin)
+
+    def _on_traced_request(self, sub: Any, trace: Any, subject: bytes, reply: bytes | None,
+                           hdr: bytes | None, payload: bytes, origin: Any) -> bool:
+        """A traced request (``Nats-Trace-Dest``). nats-server serves the API in the system
+        account, imported into the client's: the trace records that service import, and a
+        trace-only request stops there (it is not performed; a requester gets a 503). DIRECT.GET
+        and CONSUMER.MSG.NEXT are served by the stream's and consumer's own subscriptions in the
+        client's account: nothing is recorded and they are answered, trace-only too."""
+        if not subject.startswith(_LOCAL_API):
+            text = subject.decode("utf-8", "replace")
+            trace.service_import(SYSTEM_ACCOUNT, text, text)
+            if trace.only:
+                return False
+        self._on_request(sub, subject, reply, hdr, payload, origin)
+        return True
 
     @staticmethod
     def _check_api_level(hdr: bytes | None) -> None:
