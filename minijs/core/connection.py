@@ -54,6 +54,9 @@ class ConnectionOwner(Protocol):
                        ) -> int: ...
     def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
 
+#: The header name that asks for a message trace (looked for in every header block).
+_TRACE_DEST = msgtrace.TRACE_DEST_B
+
 #: Queued output above this size is written at once rather than at the end of the turn.
 EARLY_WRITE_SIZE = 4096
 
@@ -433,7 +436,7 @@ class Connection(asyncio.Protocol):
                  payload: bytes) -> None:
         server = self.server
         trace = None
-        if header is not None and msgtrace.TRACE_DEST_B in header:
+        if header is not None and _TRACE_DEST in header:
             skip, trace, rewritten = msgtrace.start(
                 header, self.cid, self.name, subject, len(header) + len(payload), server.clock)
             if skip:
