@@ -120,16 +120,44 @@ async def test_snapshot_without_consumers() -> None:
 
 
 async def test_restore_refuses_foreign_snapshot() -> None:
+    """A nats-server snapshot (s2 stream): the first chunk's reply is the error, the restore
+    ends and nothing is created."""
     async with Server(port=0, jetstream=True) as server:
         nc = await nats.connect(server.client_url)
         try:
             cfg = {"name": "N", "subjects": ["n"], "storage": "memory"}
-            final = await restore(nc, "N", cfg, {}, b"\xff\x06\x00\x00sNaPpY" + b"\x00" * 50)
-            assert final == {"type": "io.nats.jetstream.api.v1.stream_create_response",
-                             "error": {"code": 500, "err_code": 10062,
-                                       "description": "restore failed: " + S.NOT_MINIJS}}
+            r = await nc.request("$JS.API.STREAM.RESTORE.N",
+                                 json.dumps({"config": cfg}).encode(), timeout=2)
+            deliver = json.loads(r.data)["deliver_subject"]
+            ack = await nc.request(deliver, b"\xff\x06\x00\x00sNaPpY" + b"\x00" * 50,
+                                   timeout=2)
+            assert json.loads(ack.data) == {
+                "type": "io.nats.jetstream.api.v1.stream_create_response",
+                "error": {"code": 500, "err_code": 10062,
+                          "description": "restore failed: " + S.NOT_MINIJS}}
+            with pytest.raises(nats.errors.NoRespondersError):
+                await nc.request(deliver, b"", timeout=2)
             with pytest.raises(nats.js.errors.NotFoundError):
                 await nc.jetstream().stream_info("N")
+        finally:
+            await nc.close()
+
+
+async def test_round_trip_of_a_purged_stream() -> None:
+    """Sequences survive when nothing is left: a purged stream comes back at the same place."""
+    async with Server(port=0, jetstream=True) as server:
+        nc = await nats.connect(server.client_url)
+        try:
+            js = nc.jetstream()
+            await js.add_stream(name="P", subjects=["p"])
+            for _ in range(5):
+                await js.publish("p", b"x")
+            await js.purge_stream("P")
+            reply, data, _ = await take_snapshot(nc, "P")
+            await js.delete_stream("P")
+            final = await restore(nc, "P", reply["config"], reply["state"], data)
+            assert (final["state"]["first_seq"], final["state"]["last_seq"]) == (6, 5)
+            assert (await js.publish("p", b"y")).seq == 6
         finally:
             await nc.close()
 

@@ -22,8 +22,8 @@ minijs cannot produce): :data:`MAGIC`, then a zlib-compressed JSON document with
 the creation time, the first and last sequences, every message (sequence, subject, header,
 data, timestamp, TTL) and, unless ``no_consumers``, each consumer's durable state document
 (:mod:`consumer_state`). A snapshot taken from minijs restores into minijs exactly; a
-nats-server snapshot is refused at the end of its transfer with a clear error, and a minijs
-snapshot is likewise refused by nats-server.
+nats-server snapshot is refused with a clear error in the reply to its first chunk, and a
+minijs snapshot is likewise refused by nats-server.
 
 The advisories ``$JS.EVENT.ADVISORY.STREAM.SNAPSHOT_CREATE|SNAPSHOT_COMPLETE|RESTORE_CREATE|
 RESTORE_COMPLETE.<stream>`` are published as nats-server does (the restore's ``bytes`` count
@@ -276,6 +276,15 @@ class RestoreReceiver:
             return
         if payload:
             self.parts.append(bytes(payload))
+            head = b"".join(self.parts[:2])[:len(MAGIC)]
+            if not MAGIC.startswith(head):
+                # Not minijs's format: refuse now rather than after the whole upload, the way
+                # nats-server answers a chunk it cannot take (and ends the restore).
+                self._close()
+                err = E.stream_restore(NOT_MINIJS)
+                self.server.publish(reply, None, None, J.dumps(
+                    {"type": _CREATE_RESPONSE, "error": err.to_json()}))
+                return
             self._arm()
             self.server.publish(reply, None, None, b"")
             return
