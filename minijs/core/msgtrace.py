@@ -41,7 +41,6 @@ KIND_CLIENT = 0
 
 #: Egress errors (the ones a single server can produce).
 ERR_NO_ECHO = "Not delivered because of no echo"
-ERR_SUB_CLOSED = "Not delivered because subscription is closed"
 
 #: The account every client of minijs is in, and the one the JetStream API is imported from.
 GLOBAL_ACCOUNT = "$G"

@@ -324,12 +324,9 @@ class Router:
         delivered = 0
         sent = 0
         for sub in result.plain:
-            conn = sub.conn
             if sub.closed:
-                if conn is not None:
-                    trace.egress(conn.cid, conn.name, sub.subject.decode(), "",
-                                 msgtrace.ERR_SUB_CLOSED)
-                continue
+                continue  # gone (nats-server has already removed it from its sublist)
+            conn = sub.conn
             if conn is None:
                 delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
                                                    origin)
