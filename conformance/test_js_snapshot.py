@@ -124,3 +124,28 @@ async def test_js_restore_transfer_without_data(target: str, js_server: Endpoint
         assert complete["bytes"] == 0 and complete["client"]["id"] == nc.client_id
     finally:
         await nc.close()
+
+
+async def test_js_snapshot_single_short_chunk(target: str, js_server: Endpoint) -> None:
+    """A snapshot smaller than one chunk: that chunk asks for no ack, and the end is a bare
+    empty message (no ``204`` status: nats-server sets it when sending a full chunk)."""
+    nc = await nats.connect(js_server.url, allow_reconnect=False)
+    name = unique_name("SNAP")
+    js = nc.jetstream()
+    try:
+        await js.add_stream(name=name, subjects=[f"{name.lower()}.>"])
+        await js.publish(f"{name.lower()}.a", b"small")
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        await nc.flush()
+        await nc.request(f"$JS.API.STREAM.SNAPSHOT.{name}",
+                         json.dumps({"deliver_subject": inbox}).encode(), timeout=5)
+        chunk = await sub.next_msg(timeout=5)
+        assert chunk.data and chunk.reply == "" and chunk.headers is None
+        end = await sub.next_msg(timeout=5)
+        assert (end.data, end.reply, end.headers) == (b"", "", None)
+    finally:
+        try:
+            await js.delete_stream(name)
+        finally:
+            await nc.close()

@@ -25,6 +25,8 @@ import gzip
 import json
 from typing import Any
 
+from minijs.protocol import snappy
+
 #: The header names (``server/msgtrace.go``).
 TRACE_DEST = "Nats-Trace-Dest"
 TRACE_ONLY = "Nats-Trace-Only"
@@ -219,7 +221,7 @@ class MsgTrace:
         if self.compression == "gzip":
             return b"NATS/1.0\r\nContent-Encoding: gzip\r\n\r\n", gzip.compress(body)
         if self.compression == "snappy":
-            return b"NATS/1.0\r\nContent-Encoding: snappy\r\n\r\n", snappy_frame(body)
+            return b"NATS/1.0\r\nContent-Encoding: snappy\r\n\r\n", snappy.frame(body)
         if self.compression == "identity":
             return b"NATS/1.0\r\nContent-Encoding: identity\r\n\r\n", body
         return None, body
@@ -235,43 +237,6 @@ def _compression(accept: str) -> str:
     if "gzip" in accept:
         return "gzip"
     return "identity"
-
-
-def _crc32c_table() -> list[int]:
-    table = []
-    for i in range(256):
-        crc = i
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return table
-
-
-_CRC32C = _crc32c_table()
-
-
-def _masked_crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    table = _CRC32C
-    for b in data:
-        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def snappy_frame(data: bytes) -> bytes:
-    """``data`` in the snappy framing format nats-server writes (``s2.WriterSnappyCompat``),
-    using uncompressed chunks, which every snappy/s2 stream reader accepts (the standard
-    library has no snappy compressor): the stream identifier, then chunks of at most 64 KiB,
-    each with its masked CRC-32C."""
-    out = bytearray(b"\xff\x06\x00\x00sNaPpY")
-    for i in range(0, len(data), 65536):
-        piece = data[i:i + 65536]
-        n = len(piece) + 4
-        out += bytes((0x01, n & 0xFF, (n >> 8) & 0xFF, n >> 16))
-        out += _masked_crc32c(piece).to_bytes(4, "little")
-        out += piece
-    return bytes(out)
 
 
 def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any

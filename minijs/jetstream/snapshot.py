@@ -8,7 +8,8 @@ The transfer is nats-server's (``jetstream_api.go``), which the ``nats`` CLI's
   1 KiB–1 MiB), each with the reply subject ``$JS.SNAPSHOT.ACK.<stream>.<id>.<size>.<index>``
   except a last, short one, which has none;
   at most ``window_size / chunk_size`` chunks are unacknowledged (window default 8 MiB, clamped
-  to 1 KiB–32 MiB); the end is an empty message with the status header ``NATS/1.0 204``. A
+  to 1 KiB–32 MiB); the end is an empty message with the status header ``NATS/1.0 204`` (a
+  bare empty message when not one full chunk was sent, as nats-server does). A
   receiver that acknowledges nothing for 5 s (server clock) ends it with
   ``NATS/1.0 408 No Flow Response``.
 * **Restore**: the API reply names a ``deliver_subject``
@@ -18,7 +19,9 @@ The transfer is nats-server's (``jetstream_api.go``), which the ``nats`` CLI's
   info, or ``500/10062 restore failed: …``). Five seconds without a chunk abandon the restore.
 
 The bytes are minijs's own, not nats-server's (an s2-compressed tar of its file store, which
-minijs cannot produce): :data:`MAGIC`, then a zlib-compressed JSON document with the config,
+minijs cannot produce), but like nats-server's they are a snappy stream (uncompressed chunks,
+:mod:`minijs.protocol.snappy`), so backup tools that watch progress through an s2 reader work:
+inside, :data:`MAGIC`, then a zlib-compressed JSON document with the config,
 the creation time, the first and last sequences, every message (sequence, subject, header,
 data, timestamp, TTL) and, unless ``no_consumers``, each consumer's durable state document
 (:mod:`consumer_state`). A snapshot taken from minijs restores into minijs exactly; a
@@ -41,6 +44,7 @@ from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream.configs import StreamConfig, to_json_dict
 from minijs.jetstream.consumer_state import STATE_PREFIX
+from minijs.protocol import snappy
 
 if TYPE_CHECKING:
     from minijs.jetstream.engine import JetStream
@@ -85,15 +89,29 @@ def encode(stream: "Stream", *, consumers: bool = True) -> bytes:
         "consumers": ([json.loads(c.state_document()) for c in stream.consumers.values()]
                       if consumers else []),
     }
-    return MAGIC + zlib.compress(json.dumps(doc, separators=(",", ":")).encode())
+    return snappy.frame(MAGIC + zlib.compress(json.dumps(doc, separators=(",", ":")).encode()))
+
+
+def looks_foreign(head: bytes) -> bool:
+    """Can the start of a transfer already be told not to be a minijs snapshot?"""
+    want = snappy.STREAM_ID + b"\x01"
+    if not (want.startswith(head[:len(want)]) or head[:len(want)].startswith(want)):
+        return True
+    off = snappy.first_payload_offset()
+    got = head[off:off + len(MAGIC)]
+    return not MAGIC.startswith(got)
 
 
 def decode(data: bytes) -> dict[str, Any]:
     """The document of a minijs snapshot; raises ``ValueError`` with the reason otherwise."""
-    if not data.startswith(MAGIC):
+    try:
+        inner = snappy.unframe(data)
+    except ValueError:
+        raise ValueError(NOT_MINIJS) from None
+    if not inner.startswith(MAGIC):
         raise ValueError(NOT_MINIJS)
     try:
-        return json.loads(zlib.decompress(data[len(MAGIC):]))
+        return json.loads(zlib.decompress(inner[len(MAGIC):]))
     except Exception as exc:
         raise ValueError(f"snapshot is damaged: {exc}") from None
 
@@ -196,7 +214,9 @@ class SnapshotSender:
         if not self.done:
             self._finish(STATUS_NO_FLOW)
 
-    def _finish(self, status: bytes) -> None:
+    def _finish(self, status: bytes | None) -> None:
+        if status == STATUS_DONE and self.index == 1:
+            status = None  # nats-server: no full chunk went out, the end is a bare empty message
         self.done = True
         if self._timer is not None:
             self._timer.cancel()
@@ -276,8 +296,8 @@ class RestoreReceiver:
             return
         if payload:
             self.parts.append(bytes(payload))
-            head = b"".join(self.parts[:2])[:len(MAGIC)]
-            if not MAGIC.startswith(head):
+            head = b"".join(self.parts[:2])[:snappy.first_payload_offset() + len(MAGIC)]
+            if looks_foreign(head):
                 # Not minijs's format: refuse now rather than after the whole upload, the way
                 # nats-server answers a chunk it cannot take (and ends the restore).
                 self._close()
