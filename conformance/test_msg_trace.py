@@ -606,3 +606,28 @@ async def test_trace_direct_get_served_in_account(target: str, js_conn: Any, str
         assert r.data == b"stored" and r.headers["Nats-Sequence"] == "1"
         event = normalize(await traces.next(), {nc.client_id: "pub"})
         assert event["events"] == [ingress(f"$JS.API.DIRECT.GET.{name}", "pub")]
+
+
+async def test_trace_jetstream_limits_refusals(target: str, js_conn: Any, stream: Any,
+                                               subject: str) -> None:
+    """A message over ``max_msg_size`` and a publish to a sealed stream: the stream's own
+    error texts (``maximum payload exceeded``; an API error as ``description (code)``)."""
+    nc = await js_conn()
+    name = await stream(subjects=[f"{subject}.s.>"], max_msg_size=10)
+    traces = await Traces(nc, f"{subject}.trace").start()
+    hdrs = {"Nats-Trace-Dest": f"{subject}.trace"}
+    ack = await nc.request(f"{subject}.s.a", b"x" * 200, timeout=5, headers=hdrs)
+    assert json.loads(ack.data)["error"]["err_code"] == 10054
+    event = normalize(await traces.next(), {nc.client_id: "pub"})
+    assert event["events"][1] == {"type": "js", "ts": "TS", "stream": name,
+                                  "error": "maximum payload exceeded"}
+    sealed = await stream("Z", subjects=[f"{subject}.z"])
+    info = (await nc.jetstream().stream_info(sealed)).config
+    info.sealed = True
+    await nc.jetstream().update_stream(info)
+    ack = await nc.request(f"{subject}.z", b"", timeout=5, headers=hdrs)
+    assert json.loads(ack.data)["error"] == {"code": 400, "err_code": 10109,
+                                             "description": "invalid operation on sealed stream"}
+    event = normalize(await traces.next(), {nc.client_id: "pub"})
+    assert event["events"][1] == {"type": "js", "ts": "TS", "stream": sealed,
+                                  "error": "invalid operation on sealed stream (10109)"}
