@@ -631,3 +631,21 @@ async def test_trace_jetstream_limits_refusals(target: str, js_conn: Any, stream
     event = normalize(await traces.next(), {nc.client_id: "pub"})
     assert event["events"][1] == {"type": "js", "ts": "TS", "stream": sealed,
                                   "error": "invalid operation on sealed stream (10109)"}
+
+
+async def test_trace_jetstream_discard_new_refusal(target: str, js_conn: Any, stream: Any,
+                                                  subject: str) -> None:
+    """Discard-new at its limit refuses in the store, after the storage step: the ``js``
+    event has the subject and the store's error."""
+    nc = await js_conn()
+    name = await stream(subjects=[f"{subject}.s.>"], max_msgs=1, discard="new")
+    await nc.jetstream().publish(f"{subject}.s.a", b"first")
+    traces = await Traces(nc, f"{subject}.trace").start()
+    ack = await nc.request(f"{subject}.s.b", b"v", timeout=5,
+                           headers={"Nats-Trace-Dest": f"{subject}.trace"})
+    assert json.loads(ack.data)["error"] == {"code": 503, "err_code": 10077,
+                                             "description": "maximum messages exceeded"}
+    event = normalize(await traces.next(), {nc.client_id: "pub"})
+    assert event["events"][1] == {"type": "js", "ts": "TS", "stream": name,
+                                  "subject": f"{subject}.s.b",
+                                  "error": "maximum messages exceeded"}
