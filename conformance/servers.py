@@ -114,16 +114,20 @@ def spawn_server(
     args: list[str] | None = None,
     config: str | None = None,
     jetstream: bool = False,
+    files: dict[str, str] | None = None,
 ) -> ServerProcess:
     """Start ``target`` on a random loopback port and wait until it is ready.
 
     ``config`` is nats-server configuration text; it is written to a temp file passed with
     ``-c``. ``jetstream=True`` adds ``-js -sd <tempdir>/jetstream`` (a store directory that is
-    removed with the server). Raises RuntimeError with the captured stderr when the server does
+    removed with the server). ``files`` maps names to contents written beside the config file
+    (for ``include``). Raises RuntimeError with the captured stderr when the server does
     not come up.
     """
     tempdir = tempfile.TemporaryDirectory(prefix=f"conformance-{target}-")
     cmd = command_for(target) + ["-a", "127.0.0.1", "-p", "-1"]
+    for name, text in (files or {}).items():
+        (Path(tempdir.name) / name).write_text(text)
     if config is not None:
         conf_path = Path(tempdir.name) / "server.conf"
         conf_path.write_text(config)

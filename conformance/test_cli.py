@@ -130,13 +130,16 @@ def test_ports_file_dir(target: str, spawn: SpawnFn, tmp_path: Any) -> None:
     assert srv.proc is not None
     deadline = time.monotonic() + 5
     files: list[Any] = []
+    info: Any = None
+    # nats-server creates the file, then writes it: an empty file may be seen for a moment.
     while time.monotonic() < deadline:
         files = [p for p in tmp_path.iterdir() if p.name.endswith(f"_{srv.proc.pid}.ports")]
-        if files:
+        if files and files[0].read_text():
+            info = json.loads(files[0].read_text())
             break
         time.sleep(0.02)
     assert len(files) == 1, list(tmp_path.iterdir())
-    info = json.loads(files[0].read_text())
+    assert info is not None, "the ports file stayed empty"
     assert sorted(info) == ["monitoring", "nats"]
     assert info["nats"] == [f"nats://127.0.0.1:{srv.port}"]
     monitor_port = int(info["monitoring"][0].rsplit(":", 1)[1])

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from conformance.helpers import SpawnFn
@@ -45,7 +45,11 @@ MISSING = "NOPE"
 #: directory).
 ANCHOR = "ANCHOR"
 CONSUMER = "C"
-EXAMPLES = 2000
+#: ``MINIJS_FUZZ_EXAMPLES`` / ``MINIJS_FUZZ_SEED`` run it longer or on other inputs by hand
+#: (``scripts/diff_fuzz.py``); CI runs the fixed default.
+EXAMPLES = int(os.environ.get("MINIJS_FUZZ_EXAMPLES", "2000"))
+SEED = os.environ.get("MINIJS_FUZZ_SEED")
+_seeded: Any = seed(int(SEED)) if SEED else (lambda f: f)
 #: Set to a file name to log every case and nats-server's answer (to see what is covered).
 LOG = os.environ.get("CONFORMANCE_FUZZ_LOG")
 
@@ -455,9 +459,10 @@ def test_js_api_fuzz_bodies(target: str, pair: Pair) -> None:
     mismatches: list[str] = []
     state = {"dirty": True, "n": 0}
 
-    @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
+    @settings(max_examples=EXAMPLES, derandomize=SEED is None, database=None, deadline=None,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(endpoint_and_body)
+    @_seeded
     def run(case: tuple[int, bytes, bytes | None]) -> None:
         index, body, headers = case
         suffix, _, mutates = ENDPOINTS[index]

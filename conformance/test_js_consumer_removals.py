@@ -284,3 +284,96 @@ def test_js_last_per_subject_consumer_after_purge(target: str, js: JsClient, str
     else:
         assert js.purge(stream_name, {"filter": f"{p}.a"})["purged"] == 4
         assert state() == (1, 2, 2, 6, 4)
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
+def test_js_purge_of_pending_is_ack_activity(target: str, js: JsClient, stream_name: str,
+                                             storage: str) -> None:
+    """A purge that takes a message a consumer has pending acks it for that consumer: the ack
+    floor moves past it and carries ``last_active`` (it had none before any ack); a purge that
+    takes nothing pending leaves the floor without it."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"], storage=storage)
+    for cname in ("C", "D"):
+        out = js.api(f"CONSUMER.CREATE.{stream_name}.{cname}", {
+            "stream_name": stream_name,
+            "config": {"durable_name": cname, "ack_policy": "explicit",
+                       "ack_wait": 30_000_000_000}})
+        assert "error" not in out, out
+    js.pub_ok(f"{p}.a")
+    js.pub_ok(f"{p}.b")
+    pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.C", {"batch": 2}, until_status=False,
+         count=2)
+    before = js.api(f"CONSUMER.INFO.{stream_name}.C")["ack_floor"]
+    assert before == {"consumer_seq": 0, "stream_seq": 0}
+    assert js.purge(stream_name, {"filter": f"{p}.a"})["purged"] == 1
+
+    def floor(cname: str) -> dict:
+        return js.api(f"CONSUMER.INFO.{stream_name}.{cname}")["ack_floor"]
+
+    after = wait_for(lambda: (f := floor("C")).get("consumer_seq") == 1 and f)
+    assert sorted(after) == ["consumer_seq", "last_active", "stream_seq"]
+    assert (after["consumer_seq"], after["stream_seq"]) == (1, 1)
+    assert js.api(f"CONSUMER.INFO.{stream_name}.C")["num_ack_pending"] == 1
+    assert floor("D") == {"consumer_seq": 0, "stream_seq": 1}
+
+
+@pytest.mark.parametrize("storage", ["memory", "file"])
+@pytest.mark.parametrize("how", ["filter", "keep", "rollup"])
+def test_js_purge_of_one_message_is_a_delete(target: str, js: JsClient, stream_name: str,
+                                             storage: str, how: str) -> None:
+    """A purge that takes exactly one message by subject or ``keep`` (the API's, or a subject
+    rollup) is reported by the store like a single delete: a consumer that has the message
+    pending terminates it (``MSG_TERMINATED``, ``Unacknowledged message was deleted``) and
+    its ack floor moves past it, even where the purge alone would leave the floor behind. The
+    same purge taking two messages terminates nothing: both stay pending."""
+    p = stream_name.lower()
+    js.create(stream_name, subjects=[f"{p}.>"], storage=storage, allow_rollup_hdrs=True)
+    out = js.api(f"CONSUMER.CREATE.{stream_name}.C", {
+        "stream_name": stream_name,
+        "config": {"durable_name": "C", "ack_policy": "explicit", "ack_wait": 30_000_000_000}})
+    assert "error" not in out, out
+    terms = Sub(js, f"$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.{stream_name}.C")
+    nxt = f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.C"
+
+    def info() -> tuple[int, int, int]:
+        i = js.api(f"CONSUMER.INFO.{stream_name}.C")
+        return i["num_ack_pending"], i["ack_floor"]["consumer_seq"], i["ack_floor"]["stream_seq"]
+
+    def purge_b() -> None:
+        if how == "filter":
+            assert js.purge(stream_name, {"filter": f"{p}.b"})["success"]
+        elif how == "keep":
+            assert js.purge(stream_name, {"filter": f"{p}.b", "keep": 1})["success"]
+        else:
+            js.pub_ok(f"{p}.b", b"r", b"NATS/1.0\r\nNats-Rollup: sub\r\n\r\n")
+
+    js.pub_ok(f"{p}.c")
+    [first] = pull(js, nxt, {"batch": 1}, until_status=False, count=1)
+    assert js.request(first.reply or "", b"+ACK").data == b""
+    extra = 1 if how == "keep" else 0  # keep leaves the newer of two p.b behind
+    for _ in range(1 + extra):
+        js.pub_ok(f"{p}.b")
+    pull(js, nxt, {"batch": 1 + extra}, until_status=False, count=1 + extra)
+    purge_b()  # takes seq 2: the only p.b (filter, rollup) or the older of two (keep)
+    want = (extra, 2, 2)
+    assert wait_for(lambda: info() == want, timeout=3) or info() == want
+    event = json.loads(terms.next().data)
+    assert (event["stream_seq"], event["reason"]) == (2, TERM_REASON)
+
+    # Two messages taken by one purge: nothing terminated, both still pending.
+    js.api(f"CONSUMER.DELETE.{stream_name}.C")
+    js.purge(stream_name)
+    out = js.api(f"CONSUMER.CREATE.{stream_name}.D", {
+        "stream_name": stream_name,
+        "config": {"durable_name": "D", "ack_policy": "explicit", "ack_wait": 30_000_000_000}})
+    assert "error" not in out, out
+    for tok in ("c", "b", "b"):
+        js.pub_ok(f"{p}.{tok}")
+    last = js.state(stream_name)["last_seq"]
+    msgs = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.D", {"batch": 3},
+                until_status=False, count=3)
+    assert js.request(msgs[0].reply or "", b"+ACK").data == b""
+    assert js.purge(stream_name, {"filter": f"{p}.b"})["purged"] == 2
+    i = js.api(f"CONSUMER.INFO.{stream_name}.D")
+    assert (i["num_ack_pending"], i["ack_floor"]["stream_seq"]) == (2, last - 2)

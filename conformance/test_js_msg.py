@@ -144,6 +144,31 @@ def test_js_msg_delete_out_of_range(target: str, js: JsClient, stream_name: str,
     assert js.state(stream_name)["messages"] == 5
 
 
+@pytest.mark.parametrize("storage", ["memory", "file"])
+@pytest.mark.parametrize("no_erase", [False, True])
+def test_js_msg_delete_below_first(target: str, js: JsClient, stream_name: str, storage: str,
+                                   no_erase: bool) -> None:
+    """Deleting a sequence already gone from the head (below first_seq): the memory store
+    answers 10043 as for a gap, the file store has no block holding it: 500/10057 "no message
+    found". After a purge of everything every old sequence is below the first."""
+    js.create(stream_name, storage=storage)
+    for _ in range(4):
+        js.pub_ok(stream_name)
+    extra = {"no_erase": True} if no_erase else {}
+    assert js.msg_delete(stream_name, {"seq": 1, **extra})["success"] is True
+    below = ((500, 10057, "no message found") if storage == "file"
+             else (400, 10043, "sequence 1 not found"))
+    assert js.msg_delete(stream_name, {"seq": 1, **extra}) == error_reply(DEL, *below)
+    js.purge(stream_name)
+    assert js.state(stream_name)["first_seq"] == 5
+    below = ((500, 10057, "no message found") if storage == "file"
+             else (400, 10043, "sequence 3 not found"))
+    assert js.msg_delete(stream_name, {"seq": 3, **extra}) == error_reply(DEL, *below)
+    eof = ((500, 10057, "stream store EOF") if storage == "file"
+           else (400, 10043, "sequence 5 not found"))
+    assert js.msg_delete(stream_name, {"seq": 5, **extra}) == error_reply(DEL, *eof)
+
+
 def test_js_msg_delete_no_erase(target: str, js: JsClient, loaded: tuple[str, str]) -> None:
     name, _ = loaded
     assert js.msg_delete(name, {"seq": 5, "no_erase": True})["success"] is True

@@ -102,7 +102,8 @@ def test_jsz_stream_and_consumer_detail(target: str, spawn: SpawnFn) -> None:
         assert (acc["name"], acc["id"]) == ("$G", "$G")
         assert acc["reserved_memory"] == acc["reserved_storage"] == U64_MAX
         assert acc["api"]["level"] == 0
-        s1, s2 = acc["stream_detail"]
+        # nats-server lists an account's streams in map order: compare them by name.
+        s1, s2 = sorted(acc["stream_detail"], key=lambda d: d["name"])
         assert list(s1) == ["name", "created", "cluster", "config", "state", "consumer_detail"]
         assert list(s2) == ["name", "created", "cluster", "config", "state"]
         assert (s1["name"], s2["name"]) == ("S1", "S2")
@@ -121,7 +122,8 @@ def test_jsz_stream_and_consumer_detail(target: str, spawn: SpawnFn) -> None:
         s1, s2 = streams["account_details"][0]["stream_detail"]
         assert list(s1) == list(s2) == ["name", "created", "cluster", "state"]
         consumers = get_json(http_port, "/jsz?consumers=1")
-        (c1,) = consumers["account_details"][0]["stream_detail"][0]["consumer_detail"]
+        details = consumers["account_details"][0]["stream_detail"]
+        (c1,) = next(d for d in details if d["name"] == "S1")["consumer_detail"]
         assert list(c1) == [k for k in CONSUMER_DETAIL_KEYS if k != "config"]
     finally:
         js.close()
@@ -376,10 +378,90 @@ def test_connz_bad_options(target: str, spawn: SpawnFn) -> None:
     assert_bad_request(http_port, "/connz?sort=nope", "invalid sorting option: nope")
     assert_bad_request(http_port, "/connz?sort=stop",
                        "sort by stop only valid on closed connections")
+    assert_bad_request(http_port, "/connz?sort=reason&state=all",
+                       "sort by reason only valid on closed connections")
     assert_bad_request(http_port, "/connz?state=nope", "Error decoding state for nope")
     assert_bad_request(http_port, "/connz?limit=abc",
                        "Error decoding int for 'limit': strconv.Atoi: parsing \"abc\": "
                        "invalid syntax")
+
+
+CLOSED_KEYS = ["cid", "kind", "type", "ip", "port", "start", "last_activity", "stop", "reason",
+               "rtt", "uptime", "idle", "pending_bytes", "in_msgs", "out_msgs", "in_bytes",
+               "out_bytes", "subscriptions"]
+
+
+def test_connz_closed_connections(target: str, spawn: SpawnFn) -> None:
+    """``state=closed`` keeps each closed connection as it was at its close, with ``stop`` and
+    nats-server's ``reason``: ``Client Closed`` (the client hung up), ``Protocol Violation``
+    (an unknown operation), ``Maximum Message Payload Exceeded``, ``Authentication Failure``;
+    its subscriptions (``subs=1``), its user (``auth=1``); ``state=all`` lists open and closed
+    by cid; ``sort=stop`` newest first, ``sort=reason`` by reason; ``cid`` finds a closed one."""
+    import time
+
+    http_port = free_port()
+    srv = spawn(args=["-m", str(http_port), "--user", "u", "--pass", "pw"],
+                config="max_payload: 100")
+    cids: dict[str, int] = {}
+    with RawClient.connect(srv.host, srv.port) as client:
+        client.handshake(user="u", name="polite", **{"pass": "pw"})
+        client.send(b"SUB a.b 1\r\nSUB a.c q 2\r\n")
+        client.barrier()
+        cids["Client Closed"] = client.info["client_id"]
+    for reason, line in (("Protocol Violation", b"FOO\r\n"),
+                         ("Maximum Message Payload Exceeded", b"PUB a 200\r\n"),
+                         ("Authentication Failure", None)):
+        with RawClient.connect(srv.host, srv.port) as client:
+            if line is None:
+                client.send(b'CONNECT {"verbose":false,"user":"u","pass":"bad"}\r\n')
+            else:
+                client.handshake(user="u", **{"pass": "pw"})
+                client.send(line)
+            cids[reason] = client.info["client_id"]
+            client.read_available(0.3)
+    live = RawClient.connect(srv.host, srv.port)
+    live.handshake(user="u", **{"pass": "pw"})
+    try:
+        def closed(query: str = "") -> Any:
+            return get_json(http_port, "/connz?state=closed" + query)
+
+        deadline = time.monotonic() + 5
+        while closed()["total"] < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        report = closed()
+        assert (report["total"], report["num_connections"]) == (4, 4)
+        by_cid = {c["cid"]: c for c in report["connections"]}
+        assert sorted(by_cid) == sorted(cids.values())
+        assert [c["cid"] for c in report["connections"]] == sorted(by_cid)
+        for reason, cid in cids.items():
+            conn = by_cid[cid]
+            assert list(conn)[:len(CLOSED_KEYS)] == CLOSED_KEYS, list(conn)
+            assert conn["reason"] == reason
+            assert conn["start"] <= conn["stop"]
+        polite = by_cid[cids["Client Closed"]]
+        assert (polite["subscriptions"], polite["name"]) == (2, "polite")
+        assert "subscriptions_list" not in polite and "authorized_user" not in polite
+        polite = closed(f"&cid={cids['Client Closed']}&subs=1&auth=1")
+        assert (polite["total"], polite["limit"], polite["num_connections"]) == (4, 1, 1)
+        (polite,) = polite["connections"]
+        assert sorted(polite["subscriptions_list"]) == ["a.b", "a.c"]
+        assert polite["authorized_user"] == "u"
+        detail = closed(f"&cid={cids['Client Closed']}&subs=detail")["connections"][0]
+        assert sorted(d["subject"] for d in detail["subscriptions_list_detail"]) == ["a.b", "a.c"]
+
+        by_stop = [c["cid"] for c in closed("&sort=stop")["connections"]]
+        assert by_stop == sorted(cids.values(), reverse=True)
+        by_reason = [c["reason"] for c in closed("&sort=reason")["connections"]]
+        assert by_reason == sorted(cids)
+
+        everything = get_json(http_port, "/connz?state=all")
+        assert everything["total"] == 5
+        assert [c["cid"] for c in everything["connections"]] == sorted(
+            [*cids.values(), live.info["client_id"]])
+        assert "reason" not in everything["connections"][-1]
+        assert get_json(http_port, "/connz")["total"] == 1
+    finally:
+        live.close()
 
 
 # ----------------------------------------------------------------------------- /healthz
@@ -401,3 +483,62 @@ def test_healthz_options(target: str, spawn: SpawnFn) -> None:
                        "Error decoding boolean for 'js-enabled-only': strconv.ParseBool: "
                        "parsing \"yes\": invalid syntax")
     assert srv.port
+
+
+def _healthz(port: int, query: str) -> tuple[int, Any]:
+    status, ctype, body = get_raw(port, "/healthz?" + query.replace("$", "%24"))
+    assert ctype == "application/json", (query, ctype, body)
+    return status, json.loads(body)
+
+
+def test_healthz_assets(target: str, spawn: SpawnFn) -> None:
+    """``account``, ``stream`` and ``consumer`` ask whether those exist: 404 ``unavailable``
+    naming what is missing, 400 when a stream is asked without its account or a consumer
+    without its stream; ``details`` turns the one ``error`` into typed ``errors``. Like a
+    single nats-server, which finds streams in its store directory, a memory stream is "not
+    found"; ``js-enabled-only`` skips the asset checks; a server without JetStream has none."""
+    srv, http_port = js_server(spawn)
+    js = setup_streams(srv)
+    try:
+        ok = (200, {"status": "ok"})
+        assert _healthz(http_port, "account=$G") == ok
+        assert _healthz(http_port, "account=$G&stream=S1") == ok
+        assert _healthz(http_port, "account=$G&stream=S1&consumer=C1&details=true") == ok
+        missing_stream = 'JetStream stream "{}" not found on account "$G"'
+        for name in ("S2", "NOPE"):  # S2 is a memory stream
+            assert _healthz(http_port, f"account=$G&stream={name}") == (
+                404, {"status": "unavailable", "error": missing_stream.format(name)})
+            assert _healthz(http_port, f"account=$G&stream={name}&details=1") == (
+                404, {"status": "error", "errors": [{
+                    "type": "STREAM", "account": "$G", "stream": name,
+                    "error": missing_stream.format(name)}]})
+        text = 'JetStream consumer "C9" not found for stream "S1" on account "$G"'
+        assert _healthz(http_port, "account=$G&stream=S1&consumer=C9") == (
+            404, {"status": "unavailable", "error": text})
+        assert _healthz(http_port, "account=$G&stream=S1&consumer=C9&details=true") == (
+            404, {"status": "error", "errors": [{
+                "type": "CONSUMER", "account": "$G", "stream": "S1", "consumer": "C9",
+                "error": text}]})
+        assert _healthz(http_port, "account=B") == (
+            404, {"status": "unavailable", "error": 'JetStream account "B" not found'})
+        assert _healthz(http_port, "account=B&details=true") == (
+            404, {"status": "error", "errors": [{
+                "type": "ACCOUNT", "account": "B", "error": 'JetStream account "B" not found'}]})
+        assert _healthz(http_port, "account=B&js-enabled-only=true") == ok
+        assert _healthz(http_port, "account=B&js-server-only=true") == ok
+    finally:
+        js.close()
+    plain_port = free_port()
+    spawn(args=["-m", str(plain_port)])
+    for port in (http_port, plain_port):
+        bad = '"account" must not be empty when checking stream health'
+        assert _healthz(port, "stream=S1") == (400, {"status": "error", "error": bad})
+        assert _healthz(port, "stream=S1&details=true") == (
+            400, {"status": "error", "errors": [{"type": "BAD_REQUEST", "error": bad}]})
+        bad = '"stream" must not be empty when checking consumer health'
+        assert _healthz(port, "account=$G&consumer=C1") == (400, {"status": "error",
+                                                                 "error": bad})
+    assert _healthz(plain_port, "account=B&stream=S1") == (200, {"status": "ok"})
+    assert_bad_request(http_port, "/healthz?js-meta-only=maybe",
+                       "Error decoding boolean for 'js-meta-only': strconv.ParseBool: "
+                       "parsing \"maybe\": invalid syntax")

@@ -649,3 +649,64 @@ async def test_trace_jetstream_discard_new_refusal(target: str, js_conn: Any, st
     assert event["events"][1] == {"type": "js", "ts": "TS", "stream": name,
                                   "subject": f"{subject}.s.b",
                                   "error": "maximum messages exceeded"}
+
+
+ACCOUNTS_CONF = """
+accounts {
+  A: { users = [ { user: a1, password: p1 }, { user: a2, password: p2,
+        permissions: { publish: ["x.>"], subscribe: ">" } } ] }
+  B: { users = [ { user: b1, password: p1 } ] }
+}
+"""
+
+
+async def test_trace_in_an_account(target: str, spawn: Any) -> None:
+    """A traced message of account ``A``: the ingress names ``A``, the egresses are ``A``'s
+    subscribers, and the event is published in ``A`` (a subscriber of ``B`` on the same
+    subject sees nothing)."""
+    ep = spawn(config=ACCOUNTS_CONF)
+    a1 = await nats.connect(f"nats://a1:p1@{ep.host}:{ep.port}", allow_reconnect=False)
+    a2 = await nats.connect(f"nats://a2:p2@{ep.host}:{ep.port}", allow_reconnect=False)
+    b1 = await nats.connect(f"nats://b1:p1@{ep.host}:{ep.port}", allow_reconnect=False)
+    try:
+        traces = await Traces(a1, "t.a").start()
+        other = await b1.subscribe("t.a")
+        await a2.subscribe("x.1")
+        await b1.subscribe("x.1")
+        await barrier(a2, b1)
+        await a1.publish("x.1", b"", headers={"Nats-Trace-Dest": "t.a"})
+        event = normalize(await traces.next(), {a1.client_id: "a1", a2.client_id: "a2"})
+        assert event["events"] == [ingress("x.1", "a1") | {"acc": "A"}, egress("a2", "x.1")]
+        await b1.publish("t.a", b"end")
+        assert (await other.next_msg(timeout=5)).data == b"end"
+    finally:
+        for nc in (a1, a2, b1):
+            await nc.close()
+
+
+async def test_trace_destination_needs_publish_permission(target: str, spawn: Any) -> None:
+    """A trace destination the client may not publish to: a publish violation for it, and the
+    message goes nowhere."""
+    ep = spawn(config=ACCOUNTS_CONF)
+    errors: list[Exception] = []
+
+    async def on_error(e: Exception) -> None:
+        errors.append(e)
+    a2 = await nats.connect(f"nats://a2:p2@{ep.host}:{ep.port}", allow_reconnect=False,
+                            error_cb=on_error)
+    a1 = await nats.connect(f"nats://a1:p1@{ep.host}:{ep.port}", allow_reconnect=False)
+    try:
+        s = await a1.subscribe("x.>")
+        traces = await a1.subscribe("t.>")
+        await barrier(a1, a2)
+        await a2.publish("x.1", b"traced", headers={"Nats-Trace-Dest": "t.denied"})
+        await a2.publish("x.2", b"plain")
+        m = await s.next_msg(timeout=5)
+        assert (m.subject, m.data) == ("x.2", b"plain")
+        await a2.flush()
+        assert [str(e) for e in errors] == [
+            'nats: permissions violation for publish to "t.denied"']
+        assert traces.pending_msgs == 0
+    finally:
+        for nc in (a1, a2):
+            await nc.close()

@@ -246,7 +246,13 @@ def build_config(given: dict[str, Any]) -> Any:
             overrides[dest] = RANDOM_PORT if value < 0 else value
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
-    return config.with_overrides(**overrides)
+    config = config.with_overrides(**overrides)
+    if config.jetstream and config.accounts:
+        from minijs.confparse import ConfigError
+        from minijs.server import JETSTREAM_ACCOUNTS_UNSUPPORTED
+
+        raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
+    return config
 
 
 CLOCKS = ("wall", "virtual", "auto")

@@ -21,6 +21,111 @@ SERVER_FLAGS_JETSTREAM = 7
 DEFAULT_PORT = 4222
 RANDOM_PORT = -1
 
+#: The account of clients when no accounts are configured (and of users outside any account).
+GLOBAL_ACCOUNT = "$G"
+#: nats-server's defaults for ``allow_responses: true``: one response, within two minutes.
+DEFAULT_RESPONSE_MAX_MSGS = 1
+DEFAULT_RESPONSE_EXPIRES = 120.0
+
+
+@dataclass(frozen=True)
+class ResponsePermission:
+    """``allow_responses``: publish to a reply subject received, ``max_msgs`` times (< 0: no
+    limit) within ``expires`` seconds (<= 0: no limit)."""
+
+    max_msgs: int = DEFAULT_RESPONSE_MAX_MSGS
+    expires: float = DEFAULT_RESPONSE_EXPIRES
+
+
+@dataclass(frozen=True)
+class Permissions:
+    """A user's publish/subscribe permissions, as nats-server's ``permissions`` block.
+
+    ``None`` means "no list" (everything allowed by that list); an empty tuple of allows means
+    nothing allowed. Subscribe entries may carry a queue group: ``"subject queue"``.
+    """
+
+    pub_allow: tuple[str, ...] | None = None
+    pub_deny: tuple[str, ...] | None = None
+    sub_allow: tuple[str, ...] | None = None
+    sub_deny: tuple[str, ...] | None = None
+    responses: ResponsePermission | None = None
+
+
+@dataclass(frozen=True)
+class User:
+    """One entry of ``users = [...]`` (in ``authorization`` or in an account)."""
+
+    user: str
+    password: str = ""  # plain text, or a bcrypt hash ("$2a$...")
+    permissions: Permissions | None = None
+    account: str = GLOBAL_ACCOUNT
+
+
+# ----------------------------------------------------------------------------- JetStream options
+# (kept apart from the rest of the file: the jetstream { } block and the account limits)
+
+
+@dataclass(frozen=True)
+class AccountLimits:
+    """JetStream limits of one account (nats-server's ``JetStreamAccountLimits``); -1 and
+    ``False`` are "no limit". The server-wide config leaves them unlimited for ``$G``;
+    an ``accounts { A: { jetstream { ... } } }`` block fills them per account."""
+
+    max_memory: int = -1
+    max_storage: int = -1
+    max_streams: int = -1
+    max_consumers: int = -1
+    max_ack_pending: int = -1
+    memory_max_stream_bytes: int = -1
+    storage_max_stream_bytes: int = -1
+    max_bytes_required: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``limits`` object of ``$JS.API.INFO``, in nats-server's field order."""
+        return {
+            "max_memory": self.max_memory, "max_storage": self.max_storage,
+            "max_streams": self.max_streams, "max_consumers": self.max_consumers,
+            "max_ack_pending": self.max_ack_pending,
+            "memory_max_stream_bytes": self.memory_max_stream_bytes,
+            "storage_max_stream_bytes": self.storage_max_stream_bytes,
+            "max_bytes_required": self.max_bytes_required,
+        }
+
+
+@dataclass(frozen=True)
+class JetStreamLimitOpts:
+    """``jetstream { limits { ... } }``: server-wide limits (nats-server's ``JSLimitOpts``);
+    0 is "not set". ``duplicate_window`` and ``batch_timeout`` are nanoseconds."""
+
+    max_request_batch: int = 0
+    max_ack_pending: int = 0
+    max_ha_assets: int = 0
+    duplicate_window: int = 0
+    batch_max_inflight_per_stream: int = 0
+    batch_max_inflight_total: int = 0
+    batch_max_msgs: int = 0
+    batch_timeout: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``limits`` of /varz ``jetstream`` and /jsz (Go's omitempty fields)."""
+        out: dict[str, Any] = {}
+        for key, value in (("max_request_batch", self.max_request_batch),
+                           ("max_ack_pending", self.max_ack_pending),
+                           ("max_ha_assets", self.max_ha_assets),
+                           ("max_duplicate_window", self.duplicate_window),
+                           ("max_batch_inflight_per_stream", self.batch_max_inflight_per_stream),
+                           ("max_batch_inflight_total", self.batch_max_inflight_total),
+                           ("max_batch_size", self.batch_max_msgs),
+                           ("max_batch_timeout", self.batch_timeout)):
+            if value:
+                out[key] = value
+        out["default_max_consumers"] = 1000
+        return out
+
+
+# ----------------------------------------------------------------------------- the server
+
 
 @dataclass
 class ServerConfig:
@@ -33,11 +138,30 @@ class ServerConfig:
     store_dir: str | None = None  # None: memory only; file streams live in a temp dir
     max_memory_store: int = -1
     max_file_store: int = -1
+    # -- the rest of the jetstream { } block (see confparse.py); applied where a client sees it
+    js_domain: str = ""  # $JS.<domain>.API.>, "domain" in pub acks, infos and advisories
+    js_strict: bool = True
+    js_sync_interval: float = 120.0  # seconds; shown in /varz, LMDB commits are durable anyway
+    js_sync_always: bool = False
+    js_unique_tag: str = ""
+    js_max_outstanding_catchup: int = 0  # cluster catch-up: accepted, no effect on one server
+    js_max_buffered_size: int = 0  # stream ingest queue bounds: accepted, minijs has no queue
+    js_max_buffered_msgs: int = 0
+    js_request_queue_limit: int = 0
+    js_info_queue_limit: int = 0
+    js_extension_hint: str = ""
+    js_limits: JetStreamLimitOpts = field(default_factory=JetStreamLimitOpts)
+    js_account_limits: AccountLimits = field(default_factory=AccountLimits)
+    # -- end of the jetstream options
     http_host: str | None = None  # monitoring host; defaults to `host`
     http_port: int | None = None  # None: no monitoring endpoint
     user: str | None = None
     password: str | None = None
     token: str | None = None
+    users: tuple[User, ...] = ()  # authorization/account users (with permissions)
+    accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    no_auth_user: str | None = None  # the user a client without credentials becomes
+    system_account: str | None = None
     auth_timeout: float = 2.0
     max_payload: int = 1024 * 1024
     max_control_line: int = 4096
@@ -58,7 +182,7 @@ class ServerConfig:
 
     @property
     def auth_required(self) -> bool:
-        return bool(self.token or self.user)
+        return bool(self.token or self.user or self.users)
 
     def with_overrides(self, **overrides: Any) -> "ServerConfig":
         """A copy with keyword overrides; unknown names are a TypeError, not silently kept."""

@@ -20,8 +20,9 @@ What minijs cannot know the way nats-server does, and how it is reported:
 * ``/accountz``: one account (``$G``); ``$SYS`` is listed as nats-server lists it but has no
   subscriptions, imports or exports here; ``$G``'s only import is ``$JS.API.>`` (JetStream
   on), the one nats-server service import minijs really serves.
-* ``/connz``: no record of closed connections is kept, so ``state=closed|all`` (and
-  ``sort=stop|reason``) are refused with 400 instead of answering with an empty list.
+* ``/connz``: closed connections are kept (the last :data:`MAX_CLOSED_CLIENTS`, as
+  nats-server keeps them) from the moment the monitor starts, each as it was when it closed,
+  with ``stop`` and ``reason`` (``state=closed|all``, ``sort=stop|reason``).
   ``rtt`` is left out until minijs has measured one (nats-server measures it at connect).
 * ``/jsz``: ``config.max_memory``/``max_storage`` are minijs's configured limits (-1 when
   unlimited), not a share of the machine's memory and disk as nats-server computes them.
@@ -35,9 +36,12 @@ import errno
 import json
 import os
 import time
+from collections import deque
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
+from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
     from minijs.core.router import Router
@@ -46,10 +50,50 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Header Fields Too Large"}
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON_HEADERS = (("Access-Control-Allow-Origin", "*"), ("Content-Type", "application/json"))
 _TEXT_HEADERS = (("Content-Type", "text/plain; charset=utf-8"),
                  ("X-Content-Type-Options", "nosniff"))
+
+
+#: How many closed connections ``/connz`` remembers (nats-server's ``max_closed_clients``).
+MAX_CLOSED_CLIENTS = 10000
+
+
+@dataclass
+class ClosedConnection:
+    """A client connection as it was when it closed: its full ``/connz`` report (with
+    subscriptions and auth fields, trimmed per request) and what sorting needs."""
+
+    cid: int
+    start_time: float
+    last_in: float
+    rtt: float
+    stop: float
+    reason: str
+    user: str
+    account: str
+    info: dict[str, Any]
+
+    def report(self, with_subs: bool, detail: bool, auth: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in self.info.items():
+            if key in ("authorized_user", "account", "name_tag") and not auth:
+                continue
+            if key == "subscriptions_list_detail":
+                if detail:
+                    out[key] = value
+                elif with_subs:
+                    out["subscriptions_list"] = [d["subject"] for d in value]
+                continue
+            out[key] = value
+            if key == "last_activity":
+                out["stop"] = rfc3339(self.stop)
+                out["reason"] = self.reason
+                if "rtt" not in self.info:
+                    out["rtt"] = "0s"  # never measured: nats-server shows the zero duration
+        return out
 
 
 class MonitorError(OSError):
@@ -71,6 +115,8 @@ class Monitor:
         self.req_stats: dict[str, int] = {}
         self._listener: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        #: Closed client connections, oldest first (nats-server's ring of closed clients).
+        self.closed_conns: deque[ClosedConnection] = deque(maxlen=MAX_CLOSED_CLIENTS)
         self._cpu_mark = (time.monotonic(), time.process_time())
         self._routes = {
             "/": self._index,
@@ -102,9 +148,22 @@ class Monitor:
         log = self._log
         if log is not None:
             log.info(f"Starting http monitor on {_host_port(self.host, self.port)}")
+        self.server.closed_hook = self._record_closed
+
+    def _record_closed(self, conn: Any) -> None:
+        """Keep ``conn`` as it is at its close (its ``close_reason`` set), for ``/connz``."""
+        now, mono = self._now()
+        info = self._conn_info(conn, now, mono, with_subs=True, detail=True, auth=True)
+        self.closed_conns.append(ClosedConnection(
+            cid=conn.cid, start_time=conn.start_time, last_in=getattr(conn, "last_in", mono),
+            rtt=getattr(conn, "rtt", 0.0), stop=now, reason=conn.close_reason or "",
+            user=self._authorized_user(conn), account=getattr(conn, "account", GLOBAL_ACCOUNT),
+            info=info))
 
     async def stop(self) -> None:
         """Stop listening and drop any request still being served."""
+        if getattr(self.server, "closed_hook", None) == self._record_closed:
+            self.server.closed_hook = None
         listener, self._listener = self._listener, None
         if listener is None:
             return
@@ -172,15 +231,66 @@ class Monitor:
     # ----------------------------------------------------------------- endpoints
 
     def _healthz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
-        # A standalone server that is up is healthy for every variant nats-server offers
-        # (js-enabled-only, js-server-only, js-enabled): JetStream here has no meta group or
-        # replicas to wait for. The options are still parsed so bad values fail as in Go.
         try:
-            for name in ("js-enabled-only", "js-server-only", "js-enabled"):
-                _bool_param(query, name)
+            flags = {name: _bool_param(query, name) for name in (
+                "js-enabled", "js-enabled-only", "js-server-only", "js-meta-only", "details")}
         except ValueError as exc:
             return 400, str(exc).encode(), _TEXT_HEADERS
-        return 200, b'{"status":"ok"}', _JSON_HEADERS
+        code, health = self.healthz(
+            account=query.get("account", ""), stream=query.get("stream", ""),
+            consumer=query.get("consumer", ""), details=flags["details"],
+            js_server_only=flags["js-server-only"],
+            js_enabled_only=flags["js-enabled-only"] or flags["js-enabled"])
+        log = self._log
+        if log is not None and code != 200:
+            failed = (f"{go_quote(health['error'])}" if "error" in health
+                      else f"{len(health.get('errors', ()))} errors")
+            log.warn(f"Healthcheck failed: {failed}")
+        body = json.dumps(health, separators=(",", ":"), ensure_ascii=False)
+        body = body.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return code, body.encode(), _JSON_HEADERS
+
+    def healthz(self, *, account: str = "", stream: str = "", consumer: str = "",
+                details: bool = False, js_server_only: bool = False,
+                js_enabled_only: bool = False) -> tuple[int, dict[str, Any]]:
+        """nats-server's single-server health check: the HTTP status and the JSON answer.
+
+        The checks run in nats-server's order: ``stream`` needs ``account`` and ``consumer``
+        needs ``stream`` (400); a server without JetStream, or asked ``js-server-only`` /
+        ``js-enabled-only``, is healthy once up; otherwise the account, stream and consumer
+        asked for must exist (404). As on a single nats-server, which looks the streams up in
+        its store directory, only file streams count: a memory stream is "not found".
+        ``details`` lists the problems as typed ``errors`` instead of one ``error``."""
+        def problem(code: int, kind: str, text: str, status: str = "unavailable",
+                    **where: str) -> tuple[int, dict[str, Any]]:
+            if details:
+                return code, {"status": "error",
+                              "errors": [{"type": kind, **where, "error": text}]}
+            return code, {"status": status, "error": text}
+
+        if stream and not account:
+            return problem(400, "BAD_REQUEST",
+                           '"account" must not be empty when checking stream health', "error")
+        if consumer and not stream:
+            return problem(400, "BAD_REQUEST",
+                           '"stream" must not be empty when checking consumer health', "error")
+        engine = getattr(self.server, "jetstream", None)
+        if js_server_only or engine is None or js_enabled_only or not account:
+            return 200, {"status": "ok"}
+        accounts = getattr(engine, "accounts_with_store", None)
+        if account not in (accounts() if callable(accounts) else ("$G",)):
+            return problem(404, "ACCOUNT", f"JetStream account {go_quote(account)} not found",
+                           account=account)
+        found = engine.streams.get(stream) if stream else None
+        if stream and (found is None or found.config.storage != "file"):
+            return problem(404, "STREAM", f"JetStream stream {go_quote(stream)} not found on "
+                           f"account {go_quote(account)}", account=account, stream=stream)
+        if consumer and (found is None or consumer not in found.consumers):
+            return problem(404, "CONSUMER", f"JetStream consumer {go_quote(consumer)} not "
+                           f"found for stream {go_quote(stream)} on account "
+                           f"{go_quote(account)}", account=account, stream=stream,
+                           consumer=consumer)
+        return 200, {"status": "ok"}
 
     def _varz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return 200, _json(self.varz()), _JSON_HEADERS
@@ -288,8 +398,10 @@ class Monitor:
         """``/connz``: open client connections with nats-server's ``sort``, ``offset``/``limit``,
         ``subs`` (``1`` or ``detail``), ``auth`` and ``cid`` options.
 
-        minijs keeps no record of closed connections, so ``state=closed`` and ``state=all``
-        are refused (400) rather than answered with a list that would look empty.
+        ``state=closed`` lists the connections closed since the monitor started (the last
+        :data:`MAX_CLOSED_CLIENTS`), each as it was when it closed plus ``stop`` and
+        ``reason``; ``state=all`` (or ``any``) both kinds; ``sort=stop|reason`` only with
+        ``state=closed``.
         """
         query = query or {}
         server = self.server
@@ -300,11 +412,10 @@ class Monitor:
         sort = query.get("sort", "").lower() or "cid"
         if sort not in _SORTS and sort not in ("stop", "reason"):
             raise ValueError(f"invalid sorting option: {sort}")
-        if state in ("closed", "all", "any"):
-            raise ValueError(f"minijs keeps no closed connections: state={state} is not "
-                             "supported")
-        if sort in ("stop", "reason"):
+        if sort in ("stop", "reason") and state != "closed":
             raise ValueError(f"sort by {sort} only valid on closed connections")
+        want_open = state in ("", "open", "all", "any")
+        want_closed = state in ("closed", "all", "any")
         subs = query.get("subs", "")
         detail = subs.lower() == "detail"
         with_subs = detail or (_bool_param(query, "subs") if subs else False)
@@ -318,23 +429,39 @@ class Monitor:
             raise ValueError(f"Error decoding uint64 for 'cid': strconv.ParseUint: parsing "
                              f"{_go_quote(cid_text)}: invalid syntax")
         acc = query.get("acc", "")
-        if acc and acc != GLOBAL_ACCOUNT:
+        if acc and acc not in getattr(server, "account_sublists", (GLOBAL_ACCOUNT,)):
             # nats-server's answer for an account it does not have (empty id, null list)
             return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
                     "offset": offset, "limit": limit, "connections": None}
-        conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
-        total = len(conns)
+        conns: list[Any] = []
+        if want_open:
+            conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
+            if acc:
+                conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
+        closed: list[ClosedConnection] = []
+        if want_closed:
+            closed = [c for c in self.closed_conns if not acc or c.account == acc]
+        total = len(conns) + len(closed)
         if cid_text:
-            # one connection by id: nats-server answers with limit 1, total still all open
+            # one connection by id (an open one first): nats-server answers with limit 1,
+            # total still the count of the state asked for
             cid = int(cid_text)
             limit = 1
             conns = [c for c in conns if c.cid == cid]
+            closed = [] if conns else [c for c in closed if c.cid == cid]
         user = query.get("user", "")
-        if user:
-            conns = [c for c in conns if self._authorized_user(c) == user]  # total unchanged
-        key, reverse = _SORTS[sort]
+        if user:  # total unchanged
+            conns = [c for c in conns if self._authorized_user(c) == user]
+            closed = [c for c in closed if c.user == user]
         pairs = [(c, self._conn_info(c, now, mono, with_subs, detail, auth)) for c in conns]
-        pairs.sort(key=lambda pair: (key(*pair), pair[1]["cid"]), reverse=reverse)
+        pairs += [(c, c.report(with_subs, detail, auth)) for c in closed]
+        if sort == "stop":
+            pairs.sort(key=lambda pair: (pair[0].stop, pair[1]["cid"]), reverse=True)
+        elif sort == "reason":
+            pairs.sort(key=lambda pair: (pair[0].reason, pair[1]["cid"]))
+        else:
+            key, reverse = _SORTS[sort]
+            pairs.sort(key=lambda pair: (key(*pair), pair[1]["cid"]), reverse=reverse)
         page = [info for _, info in pairs[offset:offset + limit]]
         return {
             "server_id": server.server_id,
@@ -347,14 +474,14 @@ class Monitor:
         }
 
     def _authorized_user(self, conn: Any) -> str:
-        """The user a connection authenticated as: the one configured user, ``[REDACTED]``
-        for token auth (as nats-server shows it), or nothing."""
+        """The user a connection authenticated as (a ``users`` entry or the one configured
+        user), ``[REDACTED]`` for token auth (as nats-server shows it), or nothing."""
         if not getattr(conn, "connected", False):
             return ""
         config = self.server.config
         if getattr(config, "token", None):
             return "[REDACTED]"
-        return getattr(config, "user", None) or ""
+        return getattr(conn, "user", None) or getattr(config, "user", None) or ""
 
     def _conn_info(self, conn: Any, now: float, mono: float, with_subs: bool,
                    detail: bool, auth: bool = False) -> dict[str, Any]:
@@ -393,6 +520,9 @@ class Monitor:
             user = self._authorized_user(conn)
             if user:
                 info["authorized_user"] = user
+            account = getattr(conn, "account", GLOBAL_ACCOUNT)
+            if account != GLOBAL_ACCOUNT:
+                info["account"] = account
         if with_subs and conn.subs:
             subs = sorted(conn.subs.values(), key=lambda sub: _sid_order(sub.sid))
             if detail:
@@ -401,7 +531,7 @@ class Monitor:
                 info["subscriptions_list"] = [sub.subject.decode(errors="replace")
                                               for sub in subs]
         if auth:
-            info["name_tag"] = GLOBAL_ACCOUNT
+            info["name_tag"] = getattr(conn, "account", GLOBAL_ACCOUNT)
         return info
 
     # ----------------------------------------------------------------- /subsz
@@ -554,16 +684,16 @@ class Monitor:
             st = stream.store.state()
             messages += st.msgs
             total_bytes += st.bytes
-        js_config = dict(self._jetstream() or {}).get("config", {})
-        js_config = dict(js_config)
-        js_config["sync_interval"] = _ns(SYNC_INTERVAL)
-        js_config["strict"] = True
+        section = dict(self._jetstream() or {})
+        js_config = dict(section.get("config", {}))
+        js_config.setdefault("sync_interval", _ns(SYNC_INTERVAL))
+        res_mem, res_sto = engine.reserved() if hasattr(engine, "reserved") else (0, 0)
         report: dict[str, Any] = {
-            "memory": mem, "storage": sto, "reserved_memory": 0, "reserved_storage": 0,
+            "memory": mem, "storage": sto, "reserved_memory": res_mem, "reserved_storage": res_sto,
             "accounts": 1, "ha_assets": 0, "api": api,
             "server_id": server.server_id, "now": rfc3339(now),
             "config": js_config,
-            "limits": {"default_max_consumers": 1000},
+            "limits": section.get("limits", {"default_max_consumers": 1000}),
             "streams": len(all_streams), "consumers": engine.num_consumers(),
             "messages": messages, "bytes": total_bytes,
         }

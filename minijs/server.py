@@ -38,6 +38,22 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
 T = TypeVar("T")
 
 
+#: minijs runs JetStream in the global account only; accounts with JetStream are refused.
+JETSTREAM_ACCOUNTS_UNSUPPORTED = (
+    "JetStream with accounts is not supported by minijs: JetStream runs in the global account "
+    "only (remove the accounts block or JetStream)")
+
+
+def _plaintext_passwords(config: ServerConfig) -> bool:
+    """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
+    from minijs.core.connection import is_bcrypt
+
+    passwords = [u.password for u in config.users]
+    if config.password:
+        passwords.append(config.password)
+    return any(not is_bcrypt(p) for p in passwords)
+
+
 class Server(Router):
     """A NATS server in this process's event loop.
 
@@ -83,6 +99,10 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if _plaintext_passwords(config):
+            log.warn("Plaintext passwords detected, use nkeys or bcrypt")
+        if config.jetstream and config.accounts:
+            raise ValueError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.engine import check_store_dir
 

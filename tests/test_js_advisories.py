@@ -96,7 +96,7 @@ def test_without_reply_counted_and_audited() -> None:
 
 def test_user_fields_and_internal_origin() -> None:
     api, server = make_api(user="bob")
-    api._on_request(None, b"$JS.API.INFO", b"_INBOX.1", None, b"", conn(name="n"))
+    api._on_request(None, b"$JS.API.INFO", b"_INBOX.1", None, b"", conn(name="n", user="bob"))
     api._on_request(None, b"$JS.API.INFO", b"_INBOX.2", None, b"", None)
     named, internal = audits(server)
     assert list(named["client"])[3:6] == ["acc", "user", "name"]

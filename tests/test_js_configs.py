@@ -294,7 +294,6 @@ def test_validation_accepts_boundaries():
          "durable sourcing consumers (consumer)"),
         (b'{"name":"O2","allow_msg_counter":true}', "counter streams (allow_msg_counter)"),
         (b'{"name":"O3","allow_atomic":true}', "atomic batch publishing (allow_atomic)"),
-        (b'{"name":"O4","allow_msg_schedules":true}', "message schedules (allow_msg_schedules)"),
         (b'{"name":"O6","allow_batched":true}', "fast batch publishing (allow_batched)"),
     ],
 )
@@ -307,7 +306,7 @@ def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
     assert set(C.UNSUPPORTED_FIELDS) == {
-        "allow_msg_counter", "allow_atomic", "allow_msg_schedules", "allow_batched"}
+        "allow_msg_counter", "allow_atomic", "allow_batched"}
     assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external", "consumer"}
 
 

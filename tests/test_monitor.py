@@ -158,13 +158,20 @@ async def test_connz_lists_open_clients(server: Server):
     assert [x["cid"] for x in c["connections"]] == [first["cid"]]
     c = json.loads((await http(server.monitor.port, "/connz?sort=msgs_from"))[2])
     assert c["connections"][0]["cid"] == first["cid"]
-    for bad in ("/connz?state=closed", "/connz?sort=nope", "/connz?limit=x"):
+    for bad in ("/connz?sort=stop", "/connz?sort=nope", "/connz?limit=x"):
         assert (await http(server.monitor.port, bad))[0] == 400, bad
     c = json.loads((await http(server.monitor.port, "/connz?sort=subs&auth=1"))[2])
     assert c["connections"][0]["cid"] == first["cid"]
     assert all(x["name_tag"] == "$G" for x in c["connections"])
     await nc.close()
     await nc2.close()
+    # Closed connections are kept, each with the reason it closed.
+    for _ in range(100):
+        c = json.loads((await http(server.monitor.port, "/connz?state=closed&sort=reason"))[2])
+        if c["total"] == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert [x["reason"] for x in c["connections"]] == ["Client Closed", "Client Closed"]
 
 
 async def test_varz_auth_and_limits_reflect_config():

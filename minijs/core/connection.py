@@ -8,14 +8,24 @@ moving test time never disconnects a live client. Output is
 collected and written once per event-loop turn; a client whose unwritten output passes
 ``max_pending``, or whose socket stays blocked past ``write_deadline``, is cut as a slow
 consumer so it never stalls delivery to anyone else.
+
+Every close has a reason, named as nats-server names it (``Client Closed``, ``Read Error``,
+``Protocol Violation``, ``Maximum Message Payload Exceeded``, ``Authentication Failure``,
+``Slow Consumer (Pending Bytes)``, ...): the first one given wins, and the owner's
+``closed_hook`` (when set, e.g. by the monitor for ``/connz?state=closed``) sees the connection
+once, at that moment, before its subscriptions go and before the last output is flushed.
 """
 from __future__ import annotations
 
 import asyncio
+import hmac
 import random
+import re
 from typing import Any, Protocol
 
 from minijs.clock import REAL_CLOCK
+from minijs.config import GLOBAL_ACCOUNT
+from minijs.core.permissions import ClientPermissions
 from minijs.core import msgtrace
 from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import Subscription
@@ -36,6 +46,9 @@ class ConnectionOwner(Protocol):
     stats: Any
     connections: dict
     jetstream: Any
+
+    #: Called once with each connection as it closes (its reason set), or None.
+    closed_hook: Any
 
     def register(self, conn: "Connection") -> int: ...
     def unregister(self, conn: "Connection") -> None: ...
@@ -69,6 +82,20 @@ ERR_STALE = "Stale Connection"
 ERR_MAX_CONNECTIONS = "maximum connections exceeded"
 ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
 
+#: nats-server's close reasons (``ClosedState``) for the errors a connection is closed with.
+CLOSE_REASONS = {
+    ERR_AUTH_TIMEOUT: "Authentication Timeout",
+    ERR_AUTH_VIOLATION: "Authentication Failure",
+    ERR_STALE: "Stale Connection",
+    ERR_BAD_PROTOCOL: "Bad Client Protocol Version",
+    ERR_NO_RESPONDERS_HEADERS: "No Responders Requires Headers",
+    ERR_MAX_CONNECTIONS: "Maximum Connections Exceeded",
+    ERR_MAX_SUBSCRIPTIONS: "Maximum Subscriptions Exceeded",
+    "Maximum Payload Violation": "Maximum Message Payload Exceeded",
+    "maximum control line exceeded": "Maximum Control Line Exceeded",
+}
+PROTOCOL_VIOLATION = "Protocol Violation"
+
 #: How long a measured round trip stays fresh before keep-alive pings measure it again.
 RTT_REFRESH = 3600.0
 #: Reply prefixes reserved for the server (service replies, its ack namespace, gateway-routed
@@ -94,6 +121,12 @@ class Connection(asyncio.Protocol):
         self.parser = Parser(config.max_control_line, config.max_payload,
                              require_connect=config.auth_required)
         self.subs: dict[bytes, Subscription] = {}
+        # Who the client authenticated as: its account (and that account's subscription
+        # index) and its permissions (None: everything allowed; the hot path tests only this).
+        self.user: str | None = None
+        self.account = GLOBAL_ACCOUNT
+        self.sublist = server.sublist
+        self.perms: ClientPermissions | None = None
         # CONNECT options, at nats-server's pre-CONNECT defaults.
         self.verbose = True
         self.pedantic = True
@@ -107,6 +140,8 @@ class Connection(asyncio.Protocol):
         self.connected = False  # a CONNECT was accepted
         self.sent_connect_info = False
         self.closed = False
+        #: Why the connection closed (nats-server's wording), set once as it closes.
+        self.close_reason: str | None = None
         self.host = ""
         self.port = 0
         self.start_time = 0.0
@@ -174,6 +209,7 @@ class Connection(asyncio.Protocol):
             self.server.end_of_input()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.closing("Client Closed" if exc is None else "Read Error")
         self._teardown()
 
     def pause_writing(self) -> None:
@@ -227,6 +263,7 @@ class Connection(asyncio.Protocol):
             return
         if error:
             self.send(wire.err(error))
+        self.closing(CLOSE_REASONS.get(error or "", PROTOCOL_VIOLATION))
         self.flush()
         self.close()
 
@@ -238,9 +275,11 @@ class Connection(asyncio.Protocol):
         return self._out_size + buffered
 
     def close(self) -> None:
-        """Write everything queued so far, then close (as nats-server's write loop does)."""
+        """Write everything queued so far, then close (as nats-server's write loop does).
+        Without a reason given before, the server is closing it (``Server Shutdown``)."""
         if self.closed:
             return
+        self.closing("Server Shutdown")
         self.flush()
         if self.closed:  # the flush found a slow consumer and cut it
             return
@@ -253,12 +292,24 @@ class Connection(asyncio.Protocol):
         """Close at once, dropping unwritten output (slow consumers)."""
         if self.closed:
             return
+        self.closing("Server Shutdown")
         transport = self.transport
         self._teardown()
         if transport is not None:
             transport.abort()
 
-    def slow_consumer(self) -> None:
+    def closing(self, reason: str) -> None:
+        """Record why the connection closes (the first reason wins) and show it, as it is
+        now, to the owner's ``closed_hook``."""
+        if self.close_reason is not None or self.closed:
+            return
+        self.close_reason = reason
+        hook = getattr(self.server, "closed_hook", None)
+        if hook is not None:
+            hook(self)
+
+    def slow_consumer(self, reason: str = "Slow Consumer (Pending Bytes)") -> None:
+        self.closing(reason)
         self.server.stats.slow_consumers += 1
         self.server.log.info(
             f"{self.host}:{self.port} - cid:{self.cid} - Slow Consumer Detected: "
@@ -268,7 +319,7 @@ class Connection(asyncio.Protocol):
     def _write_deadline_expired(self) -> None:
         self._deadline_timer = None
         if self._paused and not self.closed:
-            self.slow_consumer()
+            self.slow_consumer("Slow Consumer (Write Deadline)")
 
     def _teardown(self) -> None:
         if self.closed:
@@ -377,12 +428,14 @@ class Connection(asyncio.Protocol):
                     self.send(wire.OK)
             elif kind == OP_CLOSE:
                 if op[1] is None:
+                    self.closing(PROTOCOL_VIOLATION)
                     self.close()
                 else:
                     self.fail(op[1])
                 return
             elif kind == OP_ERR:
                 server.log.debug(f"cid:{self.cid} - Client error: {op[1]}")
+                self.closing("Parse Error")
                 self.close()
             # OP_INFO and OP_OK: nothing to do.
 
@@ -403,8 +456,15 @@ class Connection(asyncio.Protocol):
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
         if not self._authenticate(opts):
+            # nats-server's authViolation log line.
+            if opts.get("user"):
+                who = f' - User {wire.quote(str(opts["user"]).encode())}'
+            elif opts.get("auth_token"):
+                who = ' - Token "[REDACTED]"'
+            else:
+                who = ""
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
-                                  f'"{self.name}" - {ERR_AUTH_VIOLATION}')
+                                  f"authentication error{who}")
             self.fail(ERR_AUTH_VIOLATION)
             return
         protocol = opts.get("protocol", 0)
@@ -429,8 +489,40 @@ class Connection(asyncio.Protocol):
         if config.token:
             return opts.get("auth_token") == config.token
         if config.user:
-            return opts.get("user") == config.user and opts.get("pass") == config.password
+            if opts.get("user") == config.user and opts.get("pass") == config.password:
+                self.user = config.user
+                return True
+            return False
+        if config.users:
+            name = opts.get("user") or ""
+            password = opts.get("pass") or ""
+            if (config.no_auth_user and not name and not password
+                    and not opts.get("auth_token")):
+                name = config.no_auth_user
+                user = self.server.find_user(name)
+                password = user.password if user is not None else ""
+            user = self.server.find_user(name) if name else None
+            if user is None or not check_password(user.password, password):
+                return False
+            self._login(user)
         return True
+
+    def _login(self, user: Any) -> None:
+        """Become ``user``: its account's subscription index and its permissions."""
+        self.user = user.user
+        if user.account != self.account:
+            self.account = user.account
+            self.sublist = self.server.account_sublist(user.account)
+        clock = self.server.clock
+        self.perms = (ClientPermissions(user.permissions, clock.monotonic)
+                      if user.permissions is not None else None)
+
+    def _violation(self, error: str, log: str) -> None:
+        """A permissions violation: ``-ERR`` to the client (which stays connected) and the
+        error logged with the client's account and user, as nats-server logs it."""
+        self.send(wire.err(error))
+        who = f'"{self.account}/user:{self.user}" - ' if self.user else ""
+        self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - {who}{log}")
 
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
@@ -438,16 +530,35 @@ class Connection(asyncio.Protocol):
         trace = None
         if header is not None and _TRACE_DEST in header:
             skip, trace, rewritten = msgtrace.start(
-                header, self.cid, self.name, subject, len(header) + len(payload), server.clock)
+                header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
+                self.account)
             if skip:
                 return  # trace-only with an unusable destination: dropped, as nats-server does
             if rewritten is not None:
                 header = rewritten
+            perms = self.perms
+            if (trace is not None and perms is not None and perms.checks_publish
+                    and not perms.can_publish(trace.dest.encode())):
+                # nats-server: a destination the client may not publish to is a publish
+                # violation, and the message goes nowhere.
+                dest = wire.quote(trace.dest.encode())
+                self._violation(f"Permissions Violation for Publish to {dest}",
+                                f"Publish Violation - Subject {dest}")
+                return
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only
             text = f"Permissions Violation for Publish to {wire.quote(subject)}"
             self.send(wire.err(text))
+            if trace is not None:
+                trace.ingress_error(text)
+                server.send_trace(trace)
+            return
+        perms = self.perms
+        if perms is not None and perms.checks_publish and not perms.can_publish(subject):
+            self.in_msgs += 1
+            text = f"Permissions Violation for Publish to {wire.quote(subject)}"
+            self._violation(text, f"Publish Violation - Subject {wire.quote(subject)}")
             if trace is not None:
                 trace.ingress_error(text)
                 server.send_trace(trace)
@@ -520,6 +631,19 @@ class Connection(asyncio.Protocol):
         if not is_subscribable(subject):
             self.send(wire.err(ERR_INVALID_SUBJECT))
             return
+        if self.perms is not None and not self.perms.can_subscribe(subject, queue):
+            subj, sid_text = wire.quote(subject), sid.decode(errors="replace")
+            if queue:
+                q = wire.quote(queue)
+                self._violation(
+                    f"Permissions Violation for Subscription to {subj} using queue {q}",
+                    f"Subscription Violation - Subject {subj}, Queue: {q}, SID {sid_text}")
+            else:
+                self._violation(f"Permissions Violation for Subscription to {subj}",
+                                f"Subscription Violation - Subject {subj}, SID {sid_text}")
+            return
+        if self.perms is not None:
+            self.perms.subscribed(subject, queue)
         sub = Subscription(subject, sid, queue, conn=self)
         self.subs[sid] = sub
         self.server.add_subscription(sub)
@@ -551,6 +675,12 @@ class Connection(asyncio.Protocol):
         A client that did not announce header support gets the payload alone, as from
         nats-server.
         """
+        perms = self.perms
+        if perms is not None:
+            if perms.deliver_filter and perms.denies_delivery(subject, sub.queue):
+                return
+            if reply and perms.replies is not None:
+                perms.track_reply(reply)
         if type(payload) is Sized:
             if header is None:
                 data = wire.msg_sized(subject, sub.sid, reply, payload)
@@ -619,6 +749,28 @@ class Connection(asyncio.Protocol):
         head, _, rest = data.partition(b"\r\n")
         self.trace(f"->> [{head.decode(errors='replace')}]")
         self.trace(f"->> MSG_PAYLOAD: [{_quote(rest[:-2])}]")
+
+
+def check_password(stored: str, given: str) -> bool:
+    """nats-server's comparePasswords: a bcrypt hash (``$2a$``, ``$2b$``, ...) or plain text."""
+    if is_bcrypt(stored):
+        try:
+            import bcrypt
+        except ImportError:  # pragma: no cover - bcrypt is a dependency
+            return False
+        try:
+            return bcrypt.checkpw(given.encode(), stored.encode())
+        except ValueError:
+            return False
+    return hmac.compare_digest(stored.encode(), given.encode())
+
+
+_BCRYPT_RE = re.compile(r"\$2[abxy]\$\d{2}\$")
+
+
+def is_bcrypt(password: str) -> bool:
+    """nats-server's isBcrypt: ``$2a$``/``$2b$``/``$2x$``/``$2y$`` and a two-digit cost."""
+    return _BCRYPT_RE.match(password) is not None
 
 
 def _quote(body: bytes) -> str:

@@ -15,9 +15,9 @@ Everything JetStream adds is done by the stream itself through :class:`MsgTrace`
 (``jetstream`` / ``update_jetstream`` / ``jetstream_error``); this module knows no stream.
 
 The W3C ``traceparent`` header triggers a trace in nats-server only for an account configured
-with a trace destination (``accounts { A { msg_trace { dest … } } }``); minijs has no account
-configuration (it refuses ``accounts``), so, as on a nats-server without one, ``traceparent`` is
-passed along untouched and never traced.
+with a trace destination (``accounts { A { msg_trace { dest … } } }``); minijs does not take
+``msg_trace``, so, as on a nats-server without one, ``traceparent`` is passed along untouched
+and never traced.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import gzip
 import json
 from typing import Any
 
+from minijs.config import GLOBAL_ACCOUNT
 from minijs.protocol import snappy
 
 #: The header names (``server/msgtrace.go``).
@@ -44,8 +45,7 @@ KIND_CLIENT = 0
 #: Egress errors (the ones a single server can produce).
 ERR_NO_ECHO = "Not delivered because of no echo"
 
-#: The account every client of minijs is in, and the one the JetStream API is imported from.
-GLOBAL_ACCOUNT = "$G"
+#: The account the JetStream API is imported from.
 SYSTEM_ACCOUNT = "$SYS"
 
 
@@ -131,7 +131,8 @@ def go_json(obj: Any) -> bytes:
 class MsgTrace:
     """The trace of one message: its events, in the order nats-server records them."""
 
-    __slots__ = ("dest", "only", "header", "msgsize", "events", "compression", "_js", "_clock")
+    __slots__ = ("dest", "only", "header", "msgsize", "events", "compression", "account", "_js",
+                 "_clock")
 
     def __init__(self, dest: str, only: bool, header: dict[str, list[str]], msgsize: int,
                  clock: Any) -> None:
@@ -140,6 +141,8 @@ class MsgTrace:
         self.header = header
         self.msgsize = msgsize
         self.events: list[dict[str, Any]] = []
+        #: The publisher's account: the event is published there.
+        self.account = GLOBAL_ACCOUNT
         accept = header.get("Accept-Encoding")
         self.compression = _compression(accept[0] if accept else "")
         self._js: dict[str, Any] | None = None
@@ -239,8 +242,8 @@ def _compression(accept: str) -> str:
     return "identity"
 
 
-def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any
-          ) -> tuple[bool, MsgTrace | None, bytes | None]:
+def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any,
+          account: str = GLOBAL_ACCOUNT) -> tuple[bool, MsgTrace | None, bytes | None]:
     """nats-server's ``initMsgTrace`` for a client's message: ``(skip, trace, header)``.
 
     ``trace`` is None when the message is not traced; ``skip`` is True when the message must
@@ -261,7 +264,8 @@ def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any
     if not is_valid_publish_subject(dest):
         return only, None, None
     trace = MsgTrace(dest, only, headers, size, clock)
-    trace.ingress(cid, name, subject.decode("utf-8", "replace"))
+    trace.account = account
+    trace.ingress(cid, name, subject.decode("utf-8", "replace"), account)
     return False, trace, None
 
 

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from minijs.clock import Clock, WallClock
-from minijs.config import (API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION,
-                           SERVER_FLAGS_JETSTREAM, ServerConfig)
+from minijs.config import (
+    API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION,
+    SERVER_FLAGS_JETSTREAM, ServerConfig,
+)
 from minijs.core import msgtrace
 from minijs.core.connection import Connection
 from minijs.core.sublist import Subscription, Sublist
@@ -73,6 +75,12 @@ class Router:
         self.server_name = config.server_name or self.server_id
         self.xkey = _nkey_like("X")
         self.sublist = WatchedSublist()
+        #: Each configured account's own subscription index ("$G", the global account, is
+        #: :attr:`sublist`, where the server's own handlers live).
+        self.account_sublists: dict[str, WatchedSublist] = {GLOBAL_ACCOUNT: self.sublist}
+        for name in config.accounts:
+            self.account_sublists[name] = WatchedSublist()
+        self._users = {u.user: u for u in config.users}
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
@@ -94,6 +102,9 @@ class Router:
         #: Fault injection (test control): an object with ``on_publish`` and ``on_deliver``
         #: consulted for every message while it is set; None (no cost) otherwise.
         self.fault_hook: Any = None
+        #: Shown each connection once as it closes (the monitor keeps closed ones for
+        #: ``/connz?state=closed``); None (no cost) otherwise.
+        self.closed_hook: Any = None
         self.running = False
         #: The sequence of the server's own system messages (trace events' ``server.seq``).
         self._sys_seq = 0
@@ -143,6 +154,17 @@ class Router:
     def unregister(self, conn: Connection) -> None:
         self.connections.pop(conn.cid, None)
 
+    def find_user(self, name: str) -> Any:
+        """The configured user called ``name`` (a :class:`~minijs.config.User`), or None."""
+        return self._users.get(name)
+
+    def account_sublist(self, account: str) -> "WatchedSublist":
+        """The subscription index of ``account`` (created for accounts named only by users)."""
+        sl = self.account_sublists.get(account)
+        if sl is None:
+            sl = self.account_sublists[account] = WatchedSublist()
+        return sl
+
     def info_fields(self, conn: Connection | None = None, *, connect_info: bool = False
                     ) -> dict[str, Any]:
         """INFO fields in nats-server's order, with its omit-when-empty rules."""
@@ -158,7 +180,8 @@ class Router:
             "port": self.port,
             "headers": True,
         }
-        if config.auth_required:
+        if config.auth_required and (connect_info or not config.no_auth_user):
+            # With a no_auth_user, nats-server announces auth only once a client is in.
             fields["auth_required"] = True
         fields["max_payload"] = config.max_payload
         if self.jetstream is not None:
@@ -167,9 +190,11 @@ class Router:
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
+        if self.jetstream is not None and getattr(config, "js_domain", ""):
+            fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if connect_info:
             fields["connect_info"] = True
-            fields["remote_account"] = "$G"
+            fields["remote_account"] = conn.account if conn is not None else GLOBAL_ACCOUNT
         fields["api_lvl"] = API_LEVEL
         fields["xkey"] = self.xkey
         return fields
@@ -222,10 +247,10 @@ class Router:
     # ----------------------------------------------------------------- routing
 
     def add_subscription(self, sub: Subscription) -> None:
-        self.sublist.insert(sub)
+        (sub.conn.sublist if sub.conn is not None else self.sublist).insert(sub)
 
     def remove_subscription(self, sub: Subscription) -> None:
-        self.sublist.remove(sub)
+        (sub.conn.sublist if sub.conn is not None else self.sublist).remove(sub)
 
     def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
                            queue: bytes | None = None, *,
@@ -274,7 +299,8 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1  # a fault rule took it (and answered, or hands it on later)
-        result = self.sublist.match(subject)
+        # Each account has its own subscriptions: a client's message stays in its account.
+        result = (origin.sublist if origin is not None else self.sublist).match(subject)
         groups = result.groups
         delivered = 0
         if result.plain or groups:
@@ -319,7 +345,7 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1
-        result = self.sublist.match(subject)
+        result = (origin.sublist if origin is not None else self.sublist).match(subject)
         only = trace.only
         delivered = 0
         sent = 0
@@ -390,9 +416,31 @@ class Router:
         }
 
     def send_trace(self, trace: msgtrace.MsgTrace) -> None:
-        """Publish the trace event of a fully processed message to its destination."""
+        """Publish the trace event of a fully processed message to its destination, in the
+        publisher's account (nats-server sends it from that account's internal client)."""
         header, payload = trace.encode(self.trace_server_info())
-        self.publish(trace.dest.encode(), None, header, payload)
+        dest = trace.dest.encode()
+        sublist = self.account_sublists.get(trace.account)
+        if sublist is None or sublist is self.sublist:
+            self.publish(dest, None, header, payload)
+            return
+        result = sublist.match(dest)
+        for sub in result.plain:
+            if not sub.closed:
+                self._deliver_one(sub, dest, header, payload)
+        for members in result.groups.values():
+            sub = _pick_member(members, None)
+            if sub is not None:
+                self._deliver_one(sub, dest, header, payload)
+
+    def _deliver_one(self, sub: Subscription, subject: bytes, header: bytes | None,
+                     payload: bytes) -> None:
+        if sub.conn is None:
+            sub.callback(sub, subject, None, header, payload, None)
+        else:
+            sub.conn.deliver(sub, subject, None, header, payload)
+            self.stats.out_msgs += 1
+            self.stats.out_bytes += len(payload) + (len(header) if header else 0)
 
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:
@@ -432,7 +480,7 @@ class Router:
 
     def no_responders(self, subject: bytes, reply: bytes, origin: Connection) -> None:
         """Send the 503 no-responders status to ``origin``'s subscription on ``reply``."""
-        for sub in self.sublist.match(reply).plain:
+        for sub in origin.sublist.match(reply).plain:
             if sub.conn is origin and not sub.closed:
                 origin.deliver(sub, reply, None, wire.no_responders_header(subject), b"")
                 return

@@ -308,7 +308,7 @@ class AckTracking:
                 except Exception:
                     delay = 0
             else:
-                from minijs.jetstream.stream import parse_go_duration
+                from minijs.jetstream.headers import parse_go_duration
 
                 delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
         if delay > 0:

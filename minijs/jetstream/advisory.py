@@ -22,11 +22,17 @@ def new_id(n: int = 22) -> str:
     return "".join(secrets.choice(_NUID_ALPHABET) for _ in range(n))
 
 
+#: Advisories whose Go struct has fields after ``domain``: it goes before these keys.
+_DOMAIN_BEFORE = {"error", "batch", "group", "dropped"}
+
+
 class Advisories:
     """Publishes JetStream advisories on one message bus."""
 
-    def __init__(self, bus: MessageBus) -> None:
+    def __init__(self, bus: MessageBus, domain: str = "") -> None:
         self.bus = bus
+        #: The server's JetStream domain: every advisory carries it (omitted when empty).
+        self.domain = domain
 
     def advise(self, subject: str, event_type: str, fields: dict) -> None:
         """Publish ``io.nats.jetstream.<event_type>`` on ``subject`` if anyone listens."""
@@ -36,7 +42,16 @@ class Advisories:
             return
         body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
                 "timestamp": J.go_time(bus.clock.time_ns())}
-        body.update(fields)
+        if self.domain:
+            keys = list(fields)
+            at = next((i for i, k in enumerate(keys) if k in _DOMAIN_BEFORE), len(keys))
+            for k in keys[:at]:
+                body[k] = fields[k]
+            body["domain"] = self.domain
+            for k in keys[at:]:
+                body[k] = fields[k]
+        else:
+            body.update(fields)
         bus.publish(subj, None, None, J.dumps(body))
 
     def stream_action(self, name: str, action: str) -> None:

@@ -69,6 +69,12 @@ _API_LEVEL_KEY = H.REQUIRED_API_LEVEL.encode()
 _ATOI = re.compile(rb"[+-]?[0-9]+")
 
 
+#: The subjects under ``$JS.<domain>.API.`` a server with a domain maps (nats-server's
+#: ``generateJSMappingTable``).
+_DOMAIN_MAPPED = ("INFO", "STREAM.>", "CONSUMER.>", "DIRECT.>", "META.>", "SERVER.>",
+                  "ACCOUNT.>", "$KV.>", "$OBJ.>")
+
+
 def _slice_header(hdr: bytes, key: bytes) -> bytes | None:
     """Go ``sliceHeader``: the value of the first ``\r\n<key>:`` line (exact case), leading
     spaces skipped, everything else up to the CRLF kept; None when absent."""
@@ -96,6 +102,10 @@ class JetStreamApi:
         self.js = js
         self.server = js.server
         self._sub: Any = None
+        self._domain_subs: list[Any] = []
+        #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.
+        self.lenient = not getattr(self.server.config, "js_strict", True)
+        self._domain_prefix_len = 0
         self.consumers = ConsumerApi(js, self)
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -105,11 +115,32 @@ class JetStreamApi:
     def start(self) -> None:
         self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,
                                                    on_traced=self._on_traced_request)
+        domain = self.js.domain
+        if domain:
+            # nats-server's generateJSMappingTable: the account maps these subjects of the
+            # domain prefix onto the API (and $KV/$OBJ onto themselves); nothing else of
+            # $JS.<domain>.API. is answered (no responders).
+            prefix = f"$JS.{domain}.API."
+            for suffix in _DOMAIN_MAPPED:
+                self._domain_subs.append(self.server.subscribe_internal(
+                    (prefix + suffix).encode(), self._on_domain_request))
+            self._domain_prefix_len = len(prefix)
 
     def stop(self) -> None:
         if self._sub is not None:
             self.server.unsubscribe_internal(self._sub)
             self._sub = None
+        for sub in self._domain_subs:
+            self.server.unsubscribe_internal(sub)
+        self._domain_subs.clear()
+
+    def _on_domain_request(self, sub: Any, subject: bytes, reply: bytes | None,
+                           hdr: bytes | None, payload: bytes, origin: Any) -> None:
+        rest = subject[self._domain_prefix_len:]
+        if rest.startswith((b"$KV.", b"$OBJ.")):
+            self.server.publish(rest, reply, hdr, payload, origin)
+            return
+        self._on_request(sub, API_PREFIX + rest, reply, hdr, payload, origin)
 
     # ------------------------------------------------------------------ dispatch
 
@@ -126,6 +157,7 @@ class JetStreamApi:
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
         self._origin = origin  # for the handlers that publish advisories about the requester
+        token = J.LENIENT_REQUESTS.set(True) if self.lenient else None
         try:
             if kind == "json":
                 if hdr and _API_LEVEL_KEY in hdr:
@@ -144,6 +176,9 @@ class JetStreamApi:
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
+        finally:
+            if token is not None:
+                J.LENIENT_REQUESTS.reset(token)
         data = J.dumps(body)
         if reply:
             self.server.publish(reply, None, None, data)
@@ -266,7 +301,10 @@ class JetStreamApi:
         # Options minijs does not implement are refused last, where nats-server would
         # succeed; the server's resource limits come after the existing-name check.
         cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic,
-                                     lookup=self.js.lookup_config, unsupported=False)
+                                     lookup=self.js.lookup_config, unsupported=False,
+                                     max_duplicate_window=self.js.js_limits.duplicate_window)
+        self.js.check_stream_count(name)
+        self.js.check_max_bytes_limits(cfg)
         existing = self.js.lookup(name)
         if existing is not None:
             if not C.same_config(cfg, existing.config):
@@ -285,7 +323,9 @@ class JetStreamApi:
     def stream_update(self, payload: bytes, name: str) -> dict:
         cfg, pedantic = C.parse_stream_config(payload)
         cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic,
-                                     lookup=self.js.lookup_config, unsupported=False)
+                                     lookup=self.js.lookup_config, unsupported=False,
+                                     max_duplicate_window=self.js.js_limits.duplicate_window)
+        self.js.check_max_bytes_limits(cfg)
         if cfg.name != name:
             raise E.stream_mismatch()
         stream = self._stream(name)
@@ -300,7 +340,7 @@ class JetStreamApi:
             raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         self.js.update_stream(stream, cfg)
         self.js.advisories.stream_action(stream.name, "modify")
-        return stream.info_json(cluster=False)
+        return stream.info_json(cluster=False, domain=self.js.domain)
 
     def stream_info(self, payload: bytes, name: str) -> dict:
         req: dict = {}
@@ -318,7 +358,8 @@ class JetStreamApi:
                 limit = SUBJECTS_LIMIT
                 window = (offset, limit)
         info = stream.info_json(deleted_details=bool(req.get("deleted_details")),
-                                subjects_filter=filt, subjects_window=window)
+                                subjects_filter=filt, subjects_window=window,
+                                domain=self.js.domain)
         out = {"total": total, "offset": offset, "limit": limit}
         out.update(info)
         return out
@@ -367,7 +408,7 @@ class JetStreamApi:
 
     def stream_list(self, payload: bytes) -> dict:
         streams, offset = self._matching_streams(payload, "JSApiStreamListRequest")
-        page = [s.info_json(dynamic_metadata=False, cluster=False)
+        page = [s.info_json(dynamic_metadata=False, cluster=False, domain=self.js.domain)
                 for s in streams[offset:offset + LIST_LIMIT]]
         return {"total": len(streams), "offset": offset, "limit": LIST_LIMIT, "streams": page}
 
@@ -394,7 +435,8 @@ class JetStreamApi:
         # api.errors does not count.
         if stream.config.storage == "file":
             # The file store reports these itself, wrapped as 500/10057 (observed on 2.15.1).
-            if seq == 0:
+            # Below the first message no block holds the sequence: "not found", not "EOF".
+            if seq == 0 or (seq < stream.store.first_seq and seq <= stream.store.last_seq):
                 return _uncounted(E.stream_msg_delete_failed("no message found"))
             if seq > stream.store.last_seq:
                 return _uncounted(E.stream_msg_delete_failed("stream store EOF"))
@@ -483,6 +525,9 @@ class JetStreamApi:
         if request:
             body["request"] = request.decode("utf-8", "replace")
         body["response"] = response.decode("utf-8", "replace")
+        domain = getattr(self.js, "domain", "")
+        if domain:
+            body["domain"] = domain
         server.publish(AUDIT_SUBJECT, None, None, J.dumps(body))
 
     def _client_info(self, origin: Any) -> dict | None:
@@ -499,13 +544,13 @@ class JetStreamApi:
             ci["host"] = origin.host
         if origin.cid:
             ci["id"] = origin.cid
-        ci["acc"] = "$G"
+        ci["acc"] = getattr(origin, "account", "$G")
         config = server.config
         if getattr(origin, "connected", False):
             if config.token:
                 ci["user"] = "[REDACTED]"
-            elif config.user:
-                ci["user"] = config.user
+            elif getattr(origin, "user", None):
+                ci["user"] = origin.user
         for key, attr in (("name", "name"), ("lang", "lang"), ("ver", "version")):
             value = getattr(origin, attr, "")
             if value:

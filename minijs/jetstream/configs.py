@@ -671,7 +671,6 @@ def _transform_creatable(src: str, dest: str) -> bool:
 UNSUPPORTED_FIELDS: dict[str, str] = {
     "allow_msg_counter": "counter streams (allow_msg_counter)",
     "allow_atomic": "atomic batch publishing (allow_atomic)",
-    "allow_msg_schedules": "message schedules (allow_msg_schedules)",
     "allow_batched": "fast batch publishing (allow_batched)",
 }
 """StreamConfig options nats-server 2.15.1 accepts but minijs does not implement, with the
@@ -877,8 +876,10 @@ def _check_mirror_and_sources(cfg: StreamConfig, pedantic: bool = False,
 
 
 def _check_stream_cfg(config: StreamConfig, pedantic: bool,
-                      lookup: StreamLookup | None = None) -> StreamConfig:
-    """Port of ``checkStreamCfgLocked`` for a single server with default limits."""
+                      lookup: StreamLookup | None = None,
+                      max_duplicate_window: int = 0) -> StreamConfig:
+    """Port of ``checkStreamCfgLocked`` for a single server; ``max_duplicate_window`` is the
+    server's ``jetstream { limits { duplicate_window } }`` in nanoseconds (0: none)."""
     if not is_valid_asset_name(config.name):
         raise E.stream_invalid_config("stream name is required and can not contain '.', '*', '>', '\\', '/'")
     if len(config.name.encode()) > MAX_NAME_LEN:
@@ -909,6 +910,10 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
 
     if cfg.duplicate_window == 0 and cfg.mirror is None and not cfg.sources:
         window = DEFAULT_DUPLICATE_WINDOW
+        if 0 < max_duplicate_window < window:
+            if pedantic:
+                raise E.pedantic("duplicate window limits are higher than current limits")
+            window = max_duplicate_window
         if cfg.max_age != 0 and cfg.max_age < window:
             if pedantic:
                 raise E.pedantic("duplicate window cannot be bigger than max age")
@@ -919,6 +924,9 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
         raise E.stream_invalid_config("duplicates window can not be negative")
     if cfg.max_age != 0 and cfg.duplicate_window > cfg.max_age:
         raise E.stream_invalid_config("duplicates window can not be larger then max age")
+    if max_duplicate_window > 0 and cfg.duplicate_window > max_duplicate_window:
+        raise E.stream_invalid_config("duplicates window can not be larger then server limit "
+                                      "of " + J.go_duration(max_duplicate_window))
     if 0 < cfg.duplicate_window < _MS100:
         raise E.stream_invalid_config("duplicates window needs to be >= 100ms")
 
@@ -1048,7 +1056,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
 
 def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False,
                          lookup: StreamLookup | None = None,
-                         unsupported: bool = True) -> StreamConfig:
+                         unsupported: bool = True,
+                         max_duplicate_window: int = 0) -> StreamConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
     Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
@@ -1074,7 +1083,7 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
         # setStaticStreamMetadata runs before validation on create (its key counts toward the
         # metadata size limit).
         cfg = set_static_metadata(cfg.copy())
-    out = _check_stream_cfg(cfg, pedantic, lookup)
+    out = _check_stream_cfg(cfg, pedantic, lookup, max_duplicate_window)
     if create and out.num_replicas > 1:
         raise E.stream_replicas_not_supported()
     if unsupported:

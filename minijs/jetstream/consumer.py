@@ -261,6 +261,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                         self.adflr = p[0]
                     del pending[seq]
                     self.rdc.pop(seq, None)
+                    self.acked_at = self.clock.time_ns()  # acked as gone: ack activity
         if not pending:
             self.rdc = {}
             self.adflr, self.asflr = self.dseq - 1, self.sseq - 1

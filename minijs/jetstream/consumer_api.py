@@ -102,8 +102,12 @@ class ConsumerApi:
         stream = self._stream(form.stream)
         key = C.consumer_key(cfg)
         old = stream.consumers.get(key) if key else None
+        lim, acc = self.js.js_limits, self.js.account_limits
         cfg = C.validate_and_default(cfg, stream.config, pedantic=pedantic,
-                                     existing=old.config if old else None)
+                                     existing=old.config if old else None,
+                                     server_max_ack_pending=lim.max_ack_pending,
+                                     server_max_request_batch=lim.max_request_batch,
+                                     account_max_ack_pending=max(acc.max_ack_pending, 0))
         others = [(name, C.filters_of(c.config)) for name, c in stream.consumers.items()
                   if not c.config.direct and not c.config.sourcing]
         workqueue = stream.config.retention == "workqueue"
@@ -118,7 +122,8 @@ class ConsumerApi:
         if action == C.ACTION_UPDATE:
             raise E.consumer_does_not_exist()
         C.check_max_consumers(stream.config.max_consumers,
-                              sum(1 for c in stream.consumers.values() if not c.config.sourcing))
+                              sum(1 for c in stream.consumers.values() if not c.config.sourcing),
+                              max(acc.max_consumers, 0))
         C.check_workqueue_new(cfg, stream.config, others)
         name = C.assign_name(cfg, stream.consumers.keys(),
                              file_storage=stream.config.storage == "file" and not cfg.mem_storage)

@@ -479,6 +479,7 @@ def apply_defaults(
     pedantic: bool = False,
     server_max_ack_pending: int = 0,
     server_max_request_batch: int = 0,
+    account_max_ack_pending: int = 0,
 ) -> ConsumerConfig:
     """In place: ``setConsumerConfigDefaults``. Negative values are clamped (or rejected with
     400/10157 ``pedantic mode: …`` in pedantic mode), then the defaults are filled in:
@@ -529,6 +530,8 @@ def apply_defaults(
         pending = DEFAULT_MAX_ACK_PENDING
         if 0 < server_max_ack_pending < pending:
             pending = server_max_ack_pending
+        if 0 < account_max_ack_pending < pending:
+            pending = account_max_ack_pending
         cfg.max_ack_pending = pending
     if cfg.deliver_subject == "" and cfg.max_batch == 0 and server_max_request_batch > 0:
         if pedantic:
@@ -571,6 +574,7 @@ def check_consumer_config(
     *,
     server_max_ack_pending: int = 0,
     server_max_request_batch: int = 0,
+    account_max_ack_pending: int = 0,
 ) -> None:
     """``checkConsumerCfg`` on a defaulted config; raises the first failing check's error.
 
@@ -664,6 +668,8 @@ def check_consumer_config(
             raise E.consumer_max_request_batch_exceeded(server_max_request_batch)
     if server_max_ack_pending > 0 and cfg.max_ack_pending > server_max_ack_pending:
         raise E.consumer_max_pending_ack_excess(server_max_ack_pending)
+    if account_max_ack_pending > 0 and cfg.max_ack_pending > account_max_ack_pending:
+        raise E.consumer_max_pending_ack_excess(account_max_ack_pending)
     stream_map = _limit(stream_config, "max_ack_pending")
     if stream_map > 0 and cfg.max_ack_pending > stream_map:
         raise E.consumer_max_pending_ack_excess(stream_map)
@@ -772,6 +778,7 @@ def validate_and_default(
     existing: ConsumerConfig | None = None,
     server_max_ack_pending: int = 0,
     server_max_request_batch: int = 0,
+    account_max_ack_pending: int = 0,
 ) -> ConsumerConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
@@ -793,12 +800,14 @@ def validate_and_default(
         pedantic=pedantic,
         server_max_ack_pending=server_max_ack_pending,
         server_max_request_batch=server_max_request_batch,
+        account_max_ack_pending=account_max_ack_pending,
     )
     check_consumer_config(
         out,
         stream_config,
         server_max_ack_pending=server_max_ack_pending,
         server_max_request_batch=server_max_request_batch,
+        account_max_ack_pending=account_max_ack_pending,
     )
     return out
 

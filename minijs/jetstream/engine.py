@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from minijs.config import AccountLimits, JetStreamLimitOpts
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
@@ -87,10 +88,20 @@ class JetStream:
         self._dirty: dict[int, Stream] = {}
         self._flush_scheduled = False
         self._sync_timer: Any = None
-        self.advisories = Advisories(server)
+        self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
         self.replicator = Replicator(self)
         self.started = False
         self._server_limits: tuple[int, int] | None = None
+        #: The jetstream { } block's other settings (see ServerConfig.js_*).
+        self.domain: str = getattr(config, "js_domain", "") or ""
+        self.js_limits: JetStreamLimitOpts = getattr(config, "js_limits", None) or JetStreamLimitOpts()
+        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self.account_limits = AccountLimits()
+        self.set_account_limits(getattr(config, "js_account_limits", None) or AccountLimits())
+        self._limit_logged: dict[str, float] = {}
+        #: The account this engine serves, as log lines name it.
+        self.account_name = "$G"
+        self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -106,7 +117,7 @@ class JetStream:
         self.log.info("Starting JetStream")
         self.log.info(f"  Storage directory:  {where}")
         self.log.info("  API level:          5")
-        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+        self._sync_timer = self.clock.call_later(self.sync_interval, self._periodic_sync,
                                                 housekeeping=True)
 
     def signal_shutdown(self) -> None:
@@ -164,7 +175,7 @@ class JetStream:
         self.streams.clear()
         self.api_total = 0
         self.api_errors = 0
-        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+        self._sync_timer = self.clock.call_later(self.sync_interval, self._periodic_sync,
                                                 housekeeping=True)
 
     @property
@@ -189,7 +200,7 @@ class JetStream:
             sync = getattr(stream.store, "sync", None)
             if sync is not None:
                 sync()
-        self._sync_timer = self.clock.call_later(SYNC_INTERVAL, self._periodic_sync,
+        self._sync_timer = self.clock.call_later(self.sync_interval, self._periodic_sync,
                                                 housekeeping=True)
 
     def _streams_dir(self) -> Path:
@@ -345,32 +356,105 @@ class JetStream:
             self._server_limits = (mem, sto)
         return self._server_limits
 
-    def reserved(self) -> tuple[int, int]:
-        """(memory, storage) bytes reserved by the ``max_bytes`` of the streams."""
+    def reserved(self, exclude: str = "") -> tuple[int, int]:
+        """(memory, storage) bytes reserved by the ``max_bytes`` of the streams (but
+        ``exclude``)."""
         mem = sto = 0
         for s in self.streams.values():
-            if s.config.max_bytes > 0:
+            if s.config.max_bytes > 0 and s.name != exclude:
                 if s.config.storage == "memory":
                     mem += s.config.max_bytes
                 else:
                     sto += s.config.max_bytes
         return mem, sto
 
+    def set_account_limits(self, limits: AccountLimits) -> None:
+        """The JetStream limits of this engine's account (``$G``: unlimited unless an accounts
+        block says otherwise). Applied to new requests and publishes from now on."""
+        self.account_limits = limits
+        # Publishes pay for the usage sums only when a bound was configured: the defaults
+        # (75% of memory and disk) are out of a test's reach.
+        self.publish_limits = (self.max_memory >= 0 or self.max_storage >= 0
+                               or limits.max_memory >= 0 or limits.max_storage >= 0)
+
+    def check_stream_count(self, name: str) -> None:
+        """400/10027 when a new stream would pass the account's ``max_streams``."""
+        max_streams = self.account_limits.max_streams
+        if max_streams > 0 and name not in self.streams and len(self.streams) >= max_streams:
+            raise E.maximum_streams_limit()
+
+    def check_max_bytes_limits(self, cfg: StreamConfig) -> None:
+        """checkStreamCfg's account part: 400/10113 without ``max_bytes`` when the account
+        requires it, 400/10122 above its ``memory_``/``storage_max_stream_bytes``."""
+        acc = self.account_limits
+        limit = (acc.memory_max_stream_bytes if cfg.storage == "memory"
+                 else acc.storage_max_stream_bytes)
+        if acc.max_bytes_required and cfg.max_bytes <= 0:
+            raise E.stream_max_bytes_required()
+        if limit > 0 and cfg.max_bytes > limit:
+            raise E.stream_max_stream_bytes_exceeded()
+
     def check_stream_resources(self, cfg: StreamConfig, old: StreamConfig | None = None) -> None:
-        """nats-server's server-side ``checkBytesLimits``: a new stream adds its ``max_bytes``
-        (1 without one), an update the growth of it, to what the streams reserve; more than
-        the server has is 500/10028 (memory) or 500/10047 (file)."""
+        """nats-server's ``checkLimits``: the stream's ``max_consumers`` within the account's
+        (400/10026), then ``checkBytesLimits``: a new stream adds its ``max_bytes`` (1 without
+        one), an update the growth of it, to what the other streams reserve; more than the
+        account, then the server, allows is 500/10028 (memory) or 500/10047 (file)."""
+        acc = self.account_limits
+        if 0 < acc.max_consumers < cfg.max_consumers:
+            raise E.maximum_consumers_limit()
         if old is None:
             add = cfg.max_bytes if cfg.max_bytes >= 0 else 1
         else:
             add = max(max(cfg.max_bytes, 0) - max(old.max_bytes, 0), 0)
         max_mem, max_sto = self.server_limits()
         mem, sto = self.reserved()
+        if old is not None:  # the account check counts this stream's own current reservation
+            acc_mem, acc_sto = mem, sto
+        else:
+            acc_mem, acc_sto = self.reserved(exclude=cfg.name)
         if cfg.storage == "memory":
+            if acc.max_memory >= 0 and (acc_mem > acc.max_memory or add > acc.max_memory - acc_mem):
+                raise E.memory_resources_exceeded()
             if mem > max_mem or add > max_mem - mem:
                 raise E.memory_resources_exceeded()
-        elif sto > max_sto or add > max_sto - sto:
-            raise E.storage_resources_exceeded()
+        else:
+            if acc.max_storage >= 0 and (acc_sto > acc.max_storage
+                                         or add > acc.max_storage - acc_sto):
+                raise E.storage_resources_exceeded()
+            if sto > max_sto or add > max_sto - sto:
+                raise E.storage_resources_exceeded()
+
+    def check_server_room(self, storage: str) -> None:
+        """A publish into a full server (its usage already above ``max_memory_store`` /
+        ``max_file_store``) is 503/10023, logged at most every 10 s, as nats-server's
+        ``limitsExceeded``: the store may pass its limit by the message that filled it."""
+        max_mem, max_sto = self.server_limits()
+        mem, sto = self.usage()
+        if (mem > max_mem) if storage == "memory" else (sto > max_sto):
+            self.log_limit("server", f"JetStream {storage} resource limits exceeded for server",
+                            error=True)
+            raise E.insufficient_resources()
+
+    def check_account_room(self, storage: str, size: int) -> None:
+        """The account's usage plus this message above its ``max_memory`` / ``max_storage``
+        is 400/10002 (nats-server's ``jsAccount.wouldExceedLimits``)."""
+        acc = self.account_limits
+        limit = acc.max_memory if storage == "memory" else acc.max_storage
+        if limit < 0:
+            return
+        mem, sto = self.usage()
+        if (mem if storage == "memory" else sto) + size > limit:
+            self.log_limit("account", f"JetStream {storage} resource limits exceeded for "
+                            f'account: "{self.account_name}"', error=False)
+            raise E.account_resources_exceeded()
+
+    def log_limit(self, key: str, text: str, *, error: bool) -> None:
+        now = self.clock.monotonic()
+        last = self._limit_logged.get(key)
+        if last is not None and now - last <= 10.0:
+            return
+        self._limit_logged[key] = now
+        (self.log.error if error else self.log.warn)(text)
 
     # ------------------------------------------------------------------ reports
 
@@ -398,16 +482,8 @@ class JetStream:
             "reserved_storage": res_sto,
             "streams": len(self.streams),
             "consumers": self.num_consumers(),
-            "limits": {
-                "max_memory": -1,
-                "max_storage": -1,
-                "max_streams": -1,
-                "max_consumers": -1,
-                "max_ack_pending": -1,
-                "memory_max_stream_bytes": -1,
-                "storage_max_stream_bytes": -1,
-                "max_bytes_required": False,
-            },
+            "limits": self.account_limits.to_json(),
+            **({"domain": self.domain} if self.domain else {}),
             "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
         }
 
@@ -419,8 +495,7 @@ class JetStream:
         if self.store_dir:
             # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
             config["store_dir"] = str(Path(self.store_dir) / "jetstream")
-        config["sync_interval"] = int(SYNC_INTERVAL * 1_000_000_000)
-        config["strict"] = True
+        config.update(self.config_extras())
         return {
             "config": config,
             "stats": {
@@ -432,7 +507,22 @@ class JetStream:
                 "ha_assets": 0,
                 "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
             },
+            "limits": self.js_limits.to_json(),
         }
+
+    def config_extras(self) -> dict[str, Any]:
+        """The omitempty tail of nats-server's ``JetStreamConfig`` after ``store_dir``."""
+        config = self.server.config
+        out: dict[str, Any] = {"sync_interval": round(self.sync_interval * 1_000_000_000)}
+        if getattr(config, "js_sync_always", False):
+            out["sync_always"] = True
+        if self.domain:
+            out["domain"] = self.domain
+        if getattr(config, "js_unique_tag", ""):
+            out["unique_tag"] = config.js_unique_tag
+        if getattr(config, "js_strict", True):
+            out["strict"] = True
+        return out
 
 
 def _three_quarters_of_memory() -> int:

@@ -7,6 +7,12 @@ message has headers at all.
 """
 from __future__ import annotations
 
+import re
+
+from minijs.jetstream import errors as E
+
+_SECOND = 1_000_000_000
+
 HEADER_LINE = b"NATS/1.0"
 
 MSG_ID = "Nats-Msg-Id"
@@ -108,3 +114,46 @@ def set_value(block: bytes, name: str, value: str) -> bytes:
     if not done:
         return append(block, [(name, value)])
     return b"\r\n".join(lines)
+
+
+# Go time.ParseDuration units, in nanoseconds.
+_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
+              "m": 60 * _SECOND, "h": 3600 * _SECOND}
+_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> int | None:
+    """Go ``time.ParseDuration`` → ns, or None when it would fail."""
+    s = text
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        return None
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        m = _DUR_PART.match(s, pos)
+        if m is None or m.group(1) in ("", "."):
+            return None
+        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
+        pos = m.end()
+    ns = int(total)
+    return -ns if neg else ns
+
+
+def parse_msg_ttl(value: str) -> int:
+    """``Nats-TTL`` → seconds (``-1`` for ``never``); raises 10165 when invalid."""
+    if value.lower() == "never":
+        return -1
+    dur = parse_go_duration(value)
+    if dur is not None:
+        if dur < _SECOND:
+            raise E.ttl_invalid()
+        return dur // _SECOND
+    if not value.isdigit():
+        raise E.ttl_invalid()
+    return int(value)

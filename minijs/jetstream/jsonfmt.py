@@ -47,6 +47,7 @@ import base64
 import codecs as _codecs
 import re
 import unicodedata
+from contextvars import ContextVar
 from typing import Any, Callable
 
 from minijs.jetstream import errors as _errors
@@ -1122,6 +1123,12 @@ def decode_values(payload: bytes, t: T, *, strict: bool = True, root: str | None
             cur = v
 
 
+#: True while the API of a server with ``jetstream { strict: false }`` handles a request: a body
+#: the strict decoder refuses is then decoded again as Go's ``json.Unmarshal`` would
+#: (nats-server's ``unmarshalRequest``). Set by the API dispatcher, per request.
+LENIENT_REQUESTS: ContextVar[bool] = ContextVar("minijs_lenient_requests", default=False)
+
+
 def decode_strict(payload: bytes, fields: dict[str, Any] | Struct, struct_name: str = "") -> dict:
     """Strictly decode an API request body into a struct described by ``fields``.
 
@@ -1136,6 +1143,8 @@ def decode_strict(payload: bytes, fields: dict[str, Any] | Struct, struct_name: 
     try:
         return decode_values(payload, st, strict=True)
     except JSONError as e:
+        if LENIENT_REQUESTS.get():
+            return decode_lenient(payload, st)
         raise _errors.invalid_json(str(e)) from None
 
 

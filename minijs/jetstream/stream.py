@@ -31,7 +31,9 @@ from minijs.core import subjects as _subjects
 from minijs.core.msgtrace import TRACE_DEST, TRACE_DEST_DISABLED
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
+from minijs.jetstream.headers import parse_go_duration, parse_msg_ttl  # noqa: F401
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream import schedules as _schedules
 from minijs.jetstream import tracing
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
@@ -51,56 +53,32 @@ class StreamOwner(Protocol):
     log: "Logger"
     advisories: Advisories
 
+    #: The JetStream domain ("" without one): pub acks carry it.
+    domain: str
+    #: True when a server or account storage bound is configured (publishes check it).
+    publish_limits: bool
+
     def mark_dirty(self, stream: "Stream") -> None:
         """Commit ``stream``'s buffered writes (and send their acks) at the end of this turn."""
+
+    def check_server_room(self, storage: str) -> None:
+        """503/10023 when the server's usage of ``storage`` is already above its limit."""
+
+    def check_account_room(self, storage: str, size: int) -> None:
+        """400/10002 when ``size`` more bytes would pass the account's limit."""
+
+    #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
+    max_buffered_size: int
+    #: The account's name in log lines (``$G``).
+    account_name: str
+
+    def log_limit(self, key: str, text: str, *, error: bool) -> None:
+        """Log ``text`` at most every 10 s per ``key``."""
 
 MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
 ACK_GROUP = 64
 _SECOND = 1_000_000_000
-
-# Go time.ParseDuration units, in nanoseconds.
-_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
-              "m": 60 * _SECOND, "h": 3600 * _SECOND}
-_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_go_duration(text: str) -> int | None:
-    """Go ``time.ParseDuration`` → ns, or None when it would fail."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        return None
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DUR_PART.match(s, pos)
-        if m is None or m.group(1) in ("", "."):
-            return None
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    ns = int(total)
-    return -ns if neg else ns
-
-
-def parse_msg_ttl(value: str) -> int:
-    """``Nats-TTL`` → seconds (``-1`` for ``never``); raises 10165 when invalid."""
-    if value.lower() == "never":
-        return -1
-    dur = parse_go_duration(value)
-    if dur is not None:
-        if dur < _SECOND:
-            raise E.ttl_invalid()
-        return dur // _SECOND
-    if not value.isdigit():
-        raise E.ttl_invalid()
-    return int(value)
-
 
 def _parse_uint(value: str) -> int:
     """nats-server's ``parseInt64`` on an expected-sequence header: garbage reads as -1, which
@@ -139,6 +117,8 @@ class Stream:
         self.followers: list[Any] = []
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
+        #: Message schedules (``allow_msg_schedules``), see schedules.py.
+        self.schedules: _schedules.MsgSchedules | None = None
         #: The trace of the message being processed, if it is traced (``Nats-Trace-Dest``).
         self._trace: Any = None
         self._apply_config(config)
@@ -147,12 +127,16 @@ class Stream:
 
     def _apply_config(self, cfg: StreamConfig) -> None:
         self.config = cfg
-        self._ack_prefix = b'{"stream":' + J.dumps(cfg.name) + b',"seq":'
+        domain = getattr(self.engine, "domain", "")
+        self._ack_prefix = (b'{"stream":' + J.dumps(cfg.name)
+                            + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
+        if cfg.allow_msg_schedules and self.schedules is None:
+            self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
         if cfg.republish and cfg.republish.get("dest"):
             from minijs.jetstream.transform import SubjectTransform
@@ -167,6 +151,8 @@ class Stream:
         last = self.store.load_last()
         self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
         self._schedule_expiry()
+        if self.schedules is not None:
+            self.schedules.recover()
 
     def update(self, cfg: StreamConfig) -> None:
         """Apply an already validated config change (subjects, limits, flags)."""
@@ -207,6 +193,8 @@ class Stream:
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
             self._expiry_timer = None
+        if self.schedules is not None:
+            self.schedules.stop()
         self.closed = True
 
     def close(self) -> None:
@@ -257,6 +245,11 @@ class Stream:
                     hdr: bytes | None, payload: bytes, origin: Any) -> None:
         if self.closed:
             return
+        limit = self.engine.max_buffered_size
+        if limit > 0 and (len(subject) + len(payload) + (len(hdr) if hdr else 0)
+                          + (len(reply) if reply else 0)) > limit:
+            self._ingest_refused(reply)
+            return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
         except Exception as exc:
@@ -286,6 +279,20 @@ class Stream:
                 self.engine.mark_dirty(self)  # announced by flush(), after the commit
             else:
                 self._release_signals()
+
+    def _ingest_refused(self, reply: bytes | None) -> None:
+        """A message larger than ``jetstream { max_buffered_size }`` never fits nats-server's
+        stream ingest queue: dropped, answered 429 (minijs has no queue, so only this case of
+        the limit applies; ``max_buffered_msgs`` never fills)."""
+        self.engine.log_limit(f"ingest {self.name}", "Dropping messages due to excessive "
+                              f"stream ingest rate on '{self.engine.account_name}' > "
+                              f"'{self.name}': IPQ size limit "
+                              "reached", error=False)
+        if reply:
+            err = E.stream_too_many_requests()
+            body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
+                    + b',"seq":0}')
+            self.server.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n", body)
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
                 reply: bytes | None = None) -> bytes | None:
@@ -329,6 +336,9 @@ class Stream:
                 want = _parse_uint(h[H.EXPECTED_LAST_SEQ])
                 if want != store.last_seq:
                     raise E.wrong_last_sequence(store.last_seq)
+            if b"Nats-Schedul" in hdr:
+                hdr = _schedules.check_publish(self, subject, hdr, h)
+                h = H.parse(hdr)
             if H.STREAM_SOURCE in h:
                 raise E.message_source_hdr_not_allowed()
             msg_id = h.get(H.MSG_ID, "")
@@ -357,6 +367,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         trace = self._trace
         if trace is not None:  # a traced message reached storage (see _on_traced_publish)
             trace.update_jetstream(subject, cfg.retention == "interest"
@@ -370,6 +383,11 @@ class Stream:
                 self._record_dedup(msg_id, seq, now)
             self.engine.mark_dirty(self)
             return self._ack_prefix + b"%d}" % seq
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            # memStoreMsgSize / fileStoreMsgSize
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
@@ -378,10 +396,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, seq):
+            if self._purge_store(subject, seq, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(seq):
+            if self._purge_store(None, 0, 1, compact_at=seq):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -395,6 +413,8 @@ class Stream:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((seq, subject))
+        if self.schedules is not None:
+            self.schedules.stored(seq, subject, hdr, ts)
         return self._ack_prefix + b"%d}" % seq
 
     def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
@@ -438,6 +458,9 @@ class Stream:
             raise E.message_size_exceeds_maximum()
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
+        engine = self.engine
+        if engine.publish_limits:
+            engine.check_server_room(cfg.storage)
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             if seq:
@@ -448,6 +471,10 @@ class Stream:
                 self._record_dedup(msg_id, stored, now)
             self._after_replicated()
             return stored
+        if engine.publish_limits:
+            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
+            engine.check_account_room(cfg.storage, size)
         if cfg.discard == "new":
             self._check_discard_new(subject, hdr, data, bool(rollup))
         stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq=seq or None)
@@ -456,10 +483,10 @@ class Stream:
         self._last_msg_id = msg_id
         removed: list[int] = []
         if rollup == "sub":
-            if store.purge(subject, stored):
+            if self._purge_store(subject, stored, 0):
                 self._purged(subject)
         elif rollup == "all":
-            if store.compact(stored):
+            if self._purge_store(None, 0, 1, compact_at=stored):
                 self._purged(None)
         if cfg.max_msgs_per_subject > 0:
             removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
@@ -713,9 +740,33 @@ class Stream:
     # ------------------------------------------------------------------ operations for the API
 
     def purge(self, subject: str | None, seq: int, keep: int) -> int:
-        n = self.store.purge(subject or None, seq, keep)
+        n = self._purge_store(subject or None, seq, keep)
         self.engine.mark_dirty(self)
         self._purged(subject or None)
+        return n
+
+    def _purge_store(self, subject: str | None, seq: int, keep: int, *,
+                     compact_at: int = 0) -> int:
+        """Purge the store (``compact_at``: a rollup of everything below that sequence, which
+        nats-server runs as a purge keeping one). nats-server's stores report a purge that
+        took exactly one message through the subject/keep path (not a whole-stream purge or a
+        compaction) as a single removal: the consumers whose filter takes the subject reported
+        (on a memory stream the message's, on a file stream the purge's own, ``>`` for none)
+        see the message deleted, so one they have pending is terminated, before the purge
+        moves them."""
+        store = self.store
+        whole = not compact_at and subject in (None, ">") and ((not keep and not seq) or seq > 1)
+        first = first_subject = None
+        if not whole and self.consumers and store.msgs:
+            first = store.next_seq(store.first_seq, subject)
+            first_subject = store.subject_for_seq(first) if first else None
+        n = store.compact(compact_at) if compact_at else store.purge(subject, seq, keep)
+        if n == 1 and first is not None and first_subject is not None:
+            reported = first_subject if store.storage == "memory" else (subject or ">")
+            for consumer in list(self.consumers.values()):
+                if any(_subjects.subject_matches(f, reported)
+                       for f in (consumer.filters or (">",))):
+                    consumer.on_removed([first])
         return n
 
     def _purged(self, subject: str | None) -> None:
@@ -772,12 +823,15 @@ class Stream:
         out["consumer_count"] = len(self.consumers)
         return out
 
-    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, **state_kw: Any) -> dict:
+    def info_json(self, *, dynamic_metadata: bool = True, cluster: bool = True, domain: str = "",
+                  **state_kw: Any) -> dict:
         out: dict[str, Any] = {
             "config": to_json_dict(self.config, dynamic_metadata=dynamic_metadata),
             "created": J.go_time(self.created),
             "state": self.state_json(**state_kw),
         }
+        if domain:
+            out["domain"] = domain
         if cluster:
             out["cluster"] = {"leader": self.server.server_name}
         if self.links_info is not None:
