@@ -710,3 +710,49 @@ async def test_trace_destination_needs_publish_permission(target: str, spawn: An
     finally:
         for nc in (a1, a2):
             await nc.close()
+
+
+TRACEPARENT_CONF = """
+accounts {
+  A: { users = [ { user: a1, password: p1 } ], msg_trace: { dest: "trace.a", sampling: 100 } }
+}
+"""
+SAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+NOT_SAMPLED = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"
+
+
+async def test_traceparent_traced_to_the_account_destination(target: str, spawn: Any) -> None:
+    """An account with ``msg_trace``: a sampled W3C ``traceparent`` (any case) is traced to the
+    account's destination, never trace-only (``Nats-Trace-Only`` is ignored: delivered); an
+    unsampled one is not traced."""
+    ep = spawn(config=TRACEPARENT_CONF)
+    nc = await nats.connect(f"nats://a1:p1@{ep.host}:{ep.port}", allow_reconnect=False)
+    try:
+        traces = await Traces(nc, "trace.a").start()
+        s = await nc.subscribe("foo.*")
+        await barrier(nc)
+        await nc.publish("foo.1", b"", headers={"TraceParent": NOT_SAMPLED})
+        await nc.publish("foo.2", b"", headers={"traceparent": SAMPLED,
+                                                "Nats-Trace-Only": "true"})
+        for want in ("foo.1", "foo.2"):
+            assert (await s.next_msg(timeout=5)).subject == want
+        event = normalize(await traces.next(), {nc.client_id: "a1"})
+        assert event["request"]["header"] == {"traceparent": [SAMPLED],
+                                              "Nats-Trace-Only": ["true"]}
+        assert event["events"] == [ingress("foo.2", "a1") | {"acc": "A"},
+                                   egress("a1", "foo.*")]
+    finally:
+        await nc.close()
+
+
+@pytest.mark.parametrize("conf,error", [
+    ('accounts { A: { msg_trace: { dest: "a.*" } } }', 'Trace destination "a.*" is not valid'),
+    ("accounts { A: { msg_trace: { dest: a, sampling: 101 } } }",
+     "Ttrace destination sampling value 101 is invalid, needs to be [1..100]"),
+], ids=["dest", "sampling"])
+def test_account_msg_trace_config_errors(target: str, spawn: Any, conf: str,
+                                         error: str) -> None:
+    """Bad ``msg_trace`` settings stop the server with nats-server's texts."""
+    with pytest.raises(RuntimeError) as info:
+        spawn(config=conf)
+    assert error in str(info.value)

@@ -160,6 +160,8 @@ class ServerConfig:
     token: str | None = None
     users: tuple[User, ...] = ()  # authorization/account users (with permissions)
     accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    #: Accounts' ``msg_trace``: (account, destination, sampling percent) for ``traceparent``.
+    account_traces: tuple[tuple[str, str, int], ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes
     system_account: str | None = None
     auth_timeout: float = 2.0

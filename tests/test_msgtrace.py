@@ -16,15 +16,24 @@ from minijs.core import msgtrace
 def test_header_map_lifts_headers_as_nats_server():
     hdr = (b"NATS/1.0\r\nNats-Trace-Dest:  t.x \t\r\nA: 1\r\nA: 2\r\nEmpty: \r\n"
            b"b-Case: v\r\n\r\n")
-    assert msgtrace.header_map(hdr) == {"Nats-Trace-Dest": ["t.x"], "A": ["1", "2"],
-                                        "b-Case": ["v"]}
+    assert msgtrace.header_map(hdr) == ({"Nats-Trace-Dest": ["t.x"], "A": ["1", "2"],
+                                         "b-Case": ["v"]}, False)
 
 
 def test_header_map_none_without_destination():
-    assert msgtrace.header_map(b"NATS/1.0\r\nA: 1\r\n\r\n") is None
-    assert msgtrace.header_map(b"NATS/1.0\r\nnats-trace-dest: t\r\n\r\n") is None
-    assert msgtrace.header_map(b"NATS/1.0\r\nNats-Trace-Dest: trace disabled\r\n\r\n") is None
-    assert msgtrace.header_map(b"NATS/1.0 503\r\nNats-Trace-Dest: t\r\n\r\n") is None
+    none = (None, False)
+    assert msgtrace.header_map(b"NATS/1.0\r\nA: 1\r\n\r\n") == none
+    assert msgtrace.header_map(b"NATS/1.0\r\nnats-trace-dest: t\r\n\r\n") == none
+    assert msgtrace.header_map(b"NATS/1.0\r\nNats-Trace-Dest: trace disabled\r\n\r\n") == none
+    assert msgtrace.header_map(b"NATS/1.0 503\r\nNats-Trace-Dest: t\r\n\r\n") == none
+    assert msgtrace.header_map(b"NATS/1.0\r\ntraceparent: 00-a-b-00\r\n\r\n") == none
+
+
+def test_header_map_sampled_traceparent_is_external():
+    hdr = b"NATS/1.0\r\nTraceParent: 00-a-b-01\r\n\r\n"
+    assert msgtrace.header_map(hdr) == ({"TraceParent": ["00-a-b-01"]}, True)
+    both = b"NATS/1.0\r\ntraceparent: 00-a-b-01\r\nNats-Trace-Dest: t\r\n\r\n"
+    assert msgtrace.header_map(both)[1] is False
 
 
 def test_start_trace_only_and_invalid_destinations():

@@ -66,6 +66,8 @@ class ConnectionOwner(Protocol):
                        header: bytes | None, payload: bytes, origin: "Connection | None"
                        ) -> int: ...
     def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
+    #: Accounts' ``msg_trace`` (destination, sampling percent), by account name.
+    account_traces: dict[str, tuple[str, int]]
 
 #: The header name that asks for a message trace (looked for in every header block).
 _TRACE_DEST = msgtrace.TRACE_DEST_B
@@ -528,10 +530,12 @@ class Connection(asyncio.Protocol):
                  payload: bytes) -> None:
         server = self.server
         trace = None
-        if header is not None and _TRACE_DEST in header:
+        if header is not None and (_TRACE_DEST in header or (
+                server.account_traces and self.account in server.account_traces
+                and b"traceparent" in header.lower())):
             skip, trace, rewritten = msgtrace.start(
                 header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
-                self.account)
+                self.account, server.account_traces.get(self.account))
             if skip:
                 return  # trace-only with an unusable destination: dropped, as nats-server does
             if rewritten is not None:

@@ -14,15 +14,16 @@ The event is compressed as the message's ``Accept-Encoding`` asks (gzip, or snap
 Everything JetStream adds is done by the stream itself through :class:`MsgTrace`
 (``jetstream`` / ``update_jetstream`` / ``jetstream_error``); this module knows no stream.
 
-The W3C ``traceparent`` header triggers a trace in nats-server only for an account configured
-with a trace destination (``accounts { A { msg_trace { dest … } } }``); minijs does not take
-``msg_trace``, so, as on a nats-server without one, ``traceparent`` is passed along untouched
-and never traced.
+A sampled W3C ``traceparent`` header (its flags ending in 1, the name in any case) is traced
+only for an account configured with a trace destination (``accounts { A { msg_trace { dest,
+sampling } } }``), to that destination and never trace-only; a message the sampling draw skips
+goes on with ``Nats-Trace-Dest: trace disabled``. Elsewhere it is passed along untouched.
 """
 from __future__ import annotations
 
 import gzip
 import json
+import random
 from typing import Any
 
 from minijs.config import GLOBAL_ACCOUNT
@@ -49,17 +50,20 @@ ERR_NO_ECHO = "Not delivered because of no echo"
 SYSTEM_ACCOUNT = "$SYS"
 
 
-def header_map(hdr: bytes) -> dict[str, list[str]] | None:
-    """The headers as nats-server lifts them for a trace (``genHeaderMapIfTraceHeadersPresent``),
-    or None when there is no ``Nats-Trace-Dest`` (or it says ``trace disabled``).
+def header_map(hdr: bytes) -> tuple[dict[str, list[str]] | None, bool]:
+    """The headers as nats-server lifts them for a trace (``genHeaderMapIfTraceHeadersPresent``)
+    and whether only a sampled W3C ``traceparent`` asked for it (``external``): ``(None,
+    False)`` when neither ``Nats-Trace-Dest`` (matched case-sensitively; not ``trace
+    disabled``) nor a ``traceparent`` (any case) with the sampled flag is there.
 
     Names keep their case; empty names or values are left out; the value is trimmed of spaces
-    and tabs. The ``Nats-Trace-Dest`` name is matched case-sensitively."""
+    and tabs."""
     if not hdr.startswith(_HDR_LINE):
-        return None
+        return None, False
     keys: list[bytes] = []
     vals: list[bytes] = []
     found = False
+    parent = False
     i = len(_HDR_LINE)
     n = len(hdr)
     while i < n:
@@ -78,19 +82,26 @@ def header_map(hdr: bytes) -> dict[str, list[str]] | None:
             end -= 1
         val = hdr[i:end]
         if key and val:
-            if not found and key == TRACE_DEST_B:
+            if not parent and key.lower() == b"traceparent":
+                parts = val.split(b"-")
+                if len(parts) == 4 and len(parts[3]) == 2:
+                    try:
+                        parent = bool(int(parts[3], 16) & 1)
+                    except ValueError:
+                        pass
+            elif not found and key == TRACE_DEST_B:
                 if val == TRACE_DEST_DISABLED.encode():
-                    return None
+                    return None, False
                 found = True
             keys.append(key)
             vals.append(val)
         i = nl + 2
-    if not found:
-        return None
+    if not found and not parent:
+        return None, False
     out: dict[str, list[str]] = {}
     for k, v in zip(keys, vals):
         out.setdefault(k.decode("utf-8", "replace"), []).append(v.decode("utf-8", "replace"))
-    return out
+    return out, not found
 
 
 def is_valid_publish_subject(subject: str) -> bool:
@@ -243,20 +254,30 @@ def _compression(accept: str) -> str:
 
 
 def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any,
-          account: str = GLOBAL_ACCOUNT) -> tuple[bool, MsgTrace | None, bytes | None]:
+          account: str = GLOBAL_ACCOUNT, account_trace: tuple[str, int] | None = None
+          ) -> tuple[bool, MsgTrace | None, bytes | None]:
     """nats-server's ``initMsgTrace`` for a client's message: ``(skip, trace, header)``.
 
     ``trace`` is None when the message is not traced; ``skip`` is True when the message must
     not be processed at all (a trace-only message whose destination is unusable); ``header`` is
-    None, or the header the message goes on with (tracing switched off)."""
-    headers = header_map(hdr)
+    None, or the header the message goes on with (tracing switched off). ``account_trace`` is
+    the account's ``msg_trace`` (destination, sampling percent): a sampled ``traceparent``
+    is traced there (never trace-only), when the sampling draw says so."""
+    headers, external = header_map(hdr)
     if not headers:
         return False, None, None
     only = False
-    to = headers.get(TRACE_ONLY)
-    if to and to[0].lower() in ("1", "true", "on"):
-        only = True
-    dest = headers[TRACE_DEST][0]
+    if external:
+        if account_trace is None:
+            return False, None, None
+        dest, sampling = account_trace
+        if 0 < sampling < 100 and random.randrange(100) > sampling:
+            return False, None, set_trace_dest(hdr, TRACE_DEST_DISABLED)
+    else:
+        to = headers.get(TRACE_ONLY)
+        if to and to[0].lower() in ("1", "true", "on"):
+            only = True
+        dest = headers[TRACE_DEST][0]
     if headers.get(TRACE_ORIGIN_ACCOUNT):
         # The header of an old server's route: nats-server switches tracing off (and, unless
         # the message is trace-only and so dropped, delivers it with the destination disabled).
@@ -267,6 +288,13 @@ def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any
     trace.account = account
     trace.ingress(cid, name, subject.decode("utf-8", "replace"), account)
     return False, trace, None
+
+
+def set_trace_dest(hdr: bytes, value: str) -> bytes:
+    """The header with ``Nats-Trace-Dest`` set to ``value`` (added last when absent)."""
+    if TRACE_DEST_B + b":" in hdr:
+        return disable(hdr)
+    return hdr[:-2] + TRACE_DEST_B + b": " + value.encode() + b"\r\n\r\n"
 
 
 def disable(hdr: bytes) -> bytes:

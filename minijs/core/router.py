@@ -108,6 +108,9 @@ class Router:
         self.running = False
         #: The sequence of the server's own system messages (trace events' ``server.seq``).
         self._sys_seq = 0
+        #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
+        self.account_traces: dict[str, tuple[str, int]] = {
+            acc: (dest, sampling) for acc, dest, sampling in config.account_traces}
 
     # ----------------------------------------------------------------- listener
 
