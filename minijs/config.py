@@ -11,6 +11,12 @@ GO_VERSION = "go1.27.2"
 GIT_COMMIT = "b2fd3ef"
 #: JetStream API level reported by nats-server 2.15.x.
 API_LEVEL = 5
+#: The feature flags nats-server 2.15.1 reports by default (``ServerInfo.feature_flags`` of its
+#: system messages, e.g. message trace events), and its capability flags with JetStream on
+#: (JetStream enabled | binary stream snapshot | account NRG).
+FEATURE_FLAGS = {"js_ack_fc_v2": False, "js_api_reply_v2": False, "js_raft_delete_range": True,
+                 "js_snapshot_sources": False}
+SERVER_FLAGS_JETSTREAM = 7
 
 DEFAULT_PORT = 4222
 RANDOM_PORT = -1
@@ -154,6 +160,8 @@ class ServerConfig:
     token: str | None = None
     users: tuple[User, ...] = ()  # authorization/account users (with permissions)
     accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    #: Accounts' ``msg_trace``: (account, destination, sampling percent) for ``traceparent``.
+    account_traces: tuple[tuple[str, str, int], ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes
     system_account: str | None = None
     auth_timeout: float = 2.0

@@ -407,6 +407,17 @@ def to_python(node: Node | MapNode) -> Any:
 # ----------------------------------------------------------------------------- value checks
 
 
+def _go_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _valid_publish_subject(subject: str) -> bool:
+    """nats-server's ``IsValidPublishSubject``: literal tokens, none empty, no white space."""
+    if not subject or any(ch in subject for ch in " \t\r\n\f"):
+        return False
+    return all(tok and tok not in ("*", ">") for tok in subject.split("."))
+
+
 def _describe(node: Node) -> str:
     if node.kind in ("map", "array"):
         return f"a {node.kind}"
@@ -645,10 +656,11 @@ class _Mapper:
                     default = self.permissions(sub)
                 elif k == "jetstream":
                     self.account_js_entries.append(sub)
+                elif k in ("msg_trace", "trace_dest"):
+                    self.account_msg_trace(sub, acc.key)
                 elif sub.used:
                     continue
-                elif k in ("imports", "exports", "mappings", "maps", "limits", "nkey",
-                           "msg_trace", "trace_dest"):
+                elif k in ("imports", "exports", "mappings", "maps", "limits", "nkey"):
                     raise self.fail(sub, f'field "{sub.key}" in account {acc.key!r} is a '
                                          "nats-server setting that minijs does not support")
                 else:
@@ -656,6 +668,57 @@ class _Mapper:
             if users is not None:
                 self.add_users(users, acc.key, default)
         self.changes["accounts"] = tuple(names)
+
+    def account_msg_trace(self, e: Entry, account: str) -> None:
+        """nats-server's ``parseAccountMsgTrace``: a destination, or ``{dest, sampling}``
+        (sampling 1..100, a number or a percentage; 100 when only a destination is given).
+        What a ``traceparent`` header of the account's clients is traced to."""
+        dest = ""
+        sampling = 0
+
+        def take_dest(node: Node) -> str:
+            if node.kind != "string":
+                raise self.fail(node, f'Field "{e.key}" should be a string, got {_describe(node)}')
+            if not _valid_publish_subject(node.value):
+                raise self.fail(node, f"Trace destination {_go_quote(node.value)} is not valid")
+            return node.value
+
+        n = e.node
+        if n.kind == "map":
+            for sub in n.value.entries.values():
+                k = sub.key.lower()
+                if k == "dest":
+                    dest = take_dest(sub.node)
+                elif k == "sampling":
+                    v = sub.node
+                    if v.kind == "int":
+                        num = v.value
+                    elif v.kind == "string":
+                        text = v.value[:-1] if v.value.endswith("%") else v.value
+                        if not re.fullmatch(r"[+-]?[0-9]+", text):
+                            raise self.fail(v, "Invalid trace destination sampling value "
+                                               f"{_go_quote(v.value)}")
+                        num = int(text)
+                    else:
+                        raise self.fail(v, f'Trace destination sampling field "{sub.key}" should '
+                                           "be an integer or a percentage")
+                    if num <= 0 or num > 100:
+                        raise self.fail(v, f"Ttrace destination sampling value {num} is invalid, "
+                                           "needs to be [1..100]")
+                    sampling = num
+                else:
+                    raise self.fail(sub, f'Unknown field "{sub.key}" parsing account message '
+                                         f'trace map/struct "{e.key}"')
+        else:
+            dest = take_dest(n)
+        if dest and not sampling:
+            sampling = 100
+        traces = {a: (d, p) for a, d, p in self.changes.get("account_traces", ())}
+        if dest:
+            traces[account] = (dest, sampling)
+        else:
+            traces.pop(account, None)
+        self.changes["account_traces"] = tuple((a, d, p) for a, (d, p) in traces.items())
 
     def account_name(self, where: Entry | Node, name: str, names: list[str]) -> None:
         if name in (GLOBAL_ACCOUNT, "$SYS"):

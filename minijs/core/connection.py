@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from minijs.clock import REAL_CLOCK
 from minijs.config import GLOBAL_ACCOUNT
 from minijs.core.permissions import ClientPermissions
+from minijs.core import msgtrace
 from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import Subscription
 from minijs.protocol import wire
@@ -61,6 +62,15 @@ class ConnectionOwner(Protocol):
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: "Connection | None" = None) -> int: ...
     def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
+    def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
+                       header: bytes | None, payload: bytes, origin: "Connection | None"
+                       ) -> int: ...
+    def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
+    #: Accounts' ``msg_trace`` (destination, sampling percent), by account name.
+    account_traces: dict[str, tuple[str, int]]
+
+#: The header name that asks for a message trace (looked for in every header block).
+_TRACE_DEST = msgtrace.TRACE_DEST_B
 
 #: Queued output above this size is written at once rather than at the end of the turn.
 EARLY_WRITE_SIZE = 4096
@@ -519,21 +529,51 @@ class Connection(asyncio.Protocol):
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> None:
         server = self.server
+        trace = None
+        if header is not None and (_TRACE_DEST in header or (
+                server.account_traces and self.account in server.account_traces
+                and b"traceparent" in header.lower())):
+            skip, trace, rewritten = msgtrace.start(
+                header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
+                self.account, server.account_traces.get(self.account))
+            if skip:
+                return  # trace-only with an unusable destination: dropped, as nats-server does
+            if rewritten is not None:
+                header = rewritten
+            perms = self.perms
+            if (trace is not None and perms is not None and perms.checks_publish
+                    and not perms.can_publish(trace.dest.encode())):
+                # nats-server: a destination the client may not publish to is a publish
+                # violation, and the message goes nowhere.
+                dest = wire.quote(trace.dest.encode())
+                self._violation(f"Permissions Violation for Publish to {dest}",
+                                f"Publish Violation - Subject {dest}")
+                return
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only
-            self.send(wire.err(f"Permissions Violation for Publish to {wire.quote(subject)}"))
+            text = f"Permissions Violation for Publish to {wire.quote(subject)}"
+            self.send(wire.err(text))
+            if trace is not None:
+                trace.ingress_error(text)
+                server.send_trace(trace)
             return
         perms = self.perms
         if perms is not None and perms.checks_publish and not perms.can_publish(subject):
             self.in_msgs += 1
-            self._violation(f"Permissions Violation for Publish to {wire.quote(subject)}",
-                            f"Publish Violation - Subject {wire.quote(subject)}")
+            text = f"Permissions Violation for Publish to {wire.quote(subject)}"
+            self._violation(text, f"Publish Violation - Subject {wire.quote(subject)}")
+            if trace is not None:
+                trace.ingress_error(text)
+                server.send_trace(trace)
             return
         if (reply is not None and reply.startswith(RESERVED_REPLY_PREFIXES)
                 and reply not in BARE_PREFIXES):
-            self.send(wire.err(
-                f"Permissions Violation for Publish with Reply of {wire.quote(reply)}"))
+            text = f"Permissions Violation for Publish with Reply of {wire.quote(reply)}"
+            self.send(wire.err(text))
+            if trace is not None:
+                trace.ingress_error(text)
+                server.send_trace(trace)
             return
         size = len(payload) + (len(header) if header is not None else 0)
         self.in_msgs += 1
@@ -547,8 +587,12 @@ class Connection(asyncio.Protocol):
             # nats-server's sublist matches nothing for a subject with an empty token.
             if reply and self.no_responders and not has_empty_token(reply):
                 server.no_responders(subject, reply, self)
+            if trace is not None:
+                server.send_trace(trace)
             return
-        if reply and self.no_responders and has_empty_token(reply):
+        if trace is not None:
+            self._publish_traced(trace, subject, reply, header, payload)
+        elif reply and self.no_responders and has_empty_token(reply):
             # Nor for a reply subject with one: no 503 can find its way back.
             self.no_responders = False
             try:
@@ -559,6 +603,19 @@ class Connection(asyncio.Protocol):
             server.publish(subject, reply, header, payload, self)
         if type(payload) is Sized:
             payload.size = None  # only this publish's deliveries repeat the client's tokens
+
+    def _publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
+                        header: bytes | None, payload: bytes) -> None:
+        """Route a traced message (``Nats-Trace-Dest``), then send its trace event."""
+        server = self.server
+        saved = self.no_responders
+        if reply and saved and has_empty_token(reply):
+            self.no_responders = False
+        try:
+            server.publish_traced(trace, subject, reply, header, payload, self)
+        finally:
+            self.no_responders = saved
+        server.send_trace(trace)
 
     def _subscribe(self, subject: bytes, queue: bytes | None, sid: bytes) -> None:
         # nats-server's order: the reserved queue, the subscription limit, an existing sid

@@ -25,8 +25,10 @@ from typing import Any, Callable
 
 from minijs.clock import Clock, WallClock
 from minijs.config import (
-    API_LEVEL, GIT_COMMIT, GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION, ServerConfig,
+    API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION,
+    SERVER_FLAGS_JETSTREAM, ServerConfig,
 )
+from minijs.core import msgtrace
 from minijs.core.connection import Connection
 from minijs.core.sublist import Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
@@ -104,6 +106,11 @@ class Router:
         #: ``/connz?state=closed``); None (no cost) otherwise.
         self.closed_hook: Any = None
         self.running = False
+        #: The sequence of the server's own system messages (trace events' ``server.seq``).
+        self._sys_seq = 0
+        #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
+        self.account_traces: dict[str, tuple[str, int]] = {
+            acc: (dest, sampling) for acc, dest, sampling in config.account_traces}
 
     # ----------------------------------------------------------------- listener
 
@@ -249,11 +256,17 @@ class Router:
         (sub.conn.sublist if sub.conn is not None else self.sublist).remove(sub)
 
     def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
-                           queue: bytes | None = None) -> Subscription:
-        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``."""
+                           queue: bytes | None = None, *,
+                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
+        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
+
+        For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
+        takes a traced message instead of ``handler``, records its own events and returns
+        False when the message went no further (not a receiver, so a request may get a 503)."""
         if isinstance(subject, str):
             subject = subject.encode()
         sub = Subscription(subject, b"", queue, conn=None, callback=handler)
+        sub.on_traced = on_traced
         self.sublist.insert(sub)
         return sub
 
@@ -323,6 +336,114 @@ class Router:
         if not delivered and reply and origin is not None and origin.no_responders:
             self.no_responders(subject, reply, origin)
         return delivered
+
+    # ----------------------------------------------------------------- message tracing
+
+    def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
+                       header: bytes | None, payload: bytes, origin: Connection | None) -> int:
+        """:meth:`publish` for a traced client message (``Nats-Trace-Dest``): the same routing,
+        recording an egress event per client subscription; trace-only delivers to no client
+        (but counts each as a receiver, so a request gets no 503). Streams and the JetStream
+        API record their own events. The caller sends the trace (:meth:`send_trace`)."""
+        hook = self.fault_hook
+        if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
+            return 1
+        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        only = trace.only
+        delivered = 0
+        sent = 0
+        for sub in result.plain:
+            if sub.closed:
+                continue  # gone (nats-server has already removed it from its sublist)
+            conn = sub.conn
+            if conn is None:
+                delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
+                                                   origin)
+            elif conn is origin and not conn.echo:
+                trace.egress(conn.cid, conn.name, sub.subject.decode(), "", msgtrace.ERR_NO_ECHO)
+            else:
+                trace.egress(conn.cid, conn.name, sub.subject.decode())
+                if not only:
+                    conn.deliver(sub, subject, reply, header, payload)
+                    sent += 1
+                delivered += 1
+        for members in result.groups.values():
+            sub = _pick_member(members, origin)
+            if sub is None:
+                continue
+            conn = sub.conn
+            if conn is None:
+                delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
+                                                   origin)
+                continue
+            trace.egress(conn.cid, conn.name, sub.subject.decode(),
+                         (sub.queue or b"").decode())
+            if not only:
+                conn.deliver(sub, subject, reply, header, payload)
+                sent += 1
+            delivered += 1
+        if sent:
+            stats = self.stats
+            stats.out_msgs += sent
+            stats.out_bytes += sent * (len(payload) + (len(header) if header else 0))
+        if not delivered and reply and origin is not None and origin.no_responders:
+            self.no_responders(subject, reply, origin)
+        return delivered
+
+    def _internal_traced(self, trace: msgtrace.MsgTrace, sub: Subscription, subject: bytes,
+                         reply: bytes | None, header: bytes | None, payload: bytes,
+                         origin: Connection | None) -> int:
+        """A traced message to an internal subscription; 1 if it counts as delivered. Those
+        without a tracing handler take it as any message (trace-only too, as nats-server's
+        internal subscriptions do), recording nothing."""
+        if sub.on_traced is not None:
+            went_on = sub.on_traced(sub, trace, subject, reply, header, payload, origin)
+            return 0 if went_on is False else 1
+        sub.callback(sub, subject, reply, header, payload, origin)
+        return 1
+
+    def trace_server_info(self) -> dict[str, Any]:
+        """The ``server`` object of a trace event (nats-server's ``ServerInfo``)."""
+        self._sys_seq += 1
+        js = self.jetstream is not None
+        return {
+            "name": self.server_name,
+            "host": self.config.host,
+            "id": self.server_id,
+            "ver": NATS_SERVER_VERSION,
+            "feature_flags": dict(FEATURE_FLAGS),
+            "jetstream": js,
+            "flags": SERVER_FLAGS_JETSTREAM if js else 0,
+            "seq": self._sys_seq,
+            "time": msgtrace.go_time(self.clock.time_ns()),
+        }
+
+    def send_trace(self, trace: msgtrace.MsgTrace) -> None:
+        """Publish the trace event of a fully processed message to its destination, in the
+        publisher's account (nats-server sends it from that account's internal client)."""
+        header, payload = trace.encode(self.trace_server_info())
+        dest = trace.dest.encode()
+        sublist = self.account_sublists.get(trace.account)
+        if sublist is None or sublist is self.sublist:
+            self.publish(dest, None, header, payload)
+            return
+        result = sublist.match(dest)
+        for sub in result.plain:
+            if not sub.closed:
+                self._deliver_one(sub, dest, header, payload)
+        for members in result.groups.values():
+            sub = _pick_member(members, None)
+            if sub is not None:
+                self._deliver_one(sub, dest, header, payload)
+
+    def _deliver_one(self, sub: Subscription, subject: bytes, header: bytes | None,
+                     payload: bytes) -> None:
+        if sub.conn is None:
+            sub.callback(sub, subject, None, header, payload, None)
+        else:
+            sub.conn.deliver(sub, subject, None, header, payload)
+            self.stats.out_msgs += 1
+            self.stats.out_bytes += len(payload) + (len(header) if header else 0)
 
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:

@@ -18,7 +18,8 @@ CACHE_MAX = 1024
 class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
-    __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed")
+    __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
+                 "on_traced")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -30,6 +31,11 @@ class Subscription:
         self.max = 0  # auto-unsubscribe after this many deliveries (0 = never)
         self.delivered = 0
         self.closed = False
+        #: Internal only, for message tracing (``minijs.core.msgtrace``): the handler a traced
+        #: message goes to instead of ``callback``: ``on_traced(sub, trace, subject, reply,
+        #: header, payload, origin)`` records its own events (a stream's ``js``, the JetStream
+        #: API's ``si``) and returns False when the message went no further.
+        self.on_traced: Callable[..., bool | None] | None = None
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""

@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.core import subjects as _subjects
+from minijs.core.msgtrace import SYSTEM_ACCOUNT
 from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream.consumer_api import ConsumerApi
@@ -48,6 +49,9 @@ _SNAPSHOT_REQUEST = {"deliver_subject": J.STRING, "no_consumers": J.BOOL, "chunk
                      "window_size": J.INT, "jsck": J.BOOL}
 _RESTORE_REQUEST = J.Struct("JSApiStreamRestoreRequest",
                             {"config": C.STREAM_CONFIG_TYPE, "state": C.STREAM_STATE_TYPE})
+
+#: API subjects nats-server serves in the client's account (not through the $SYS import).
+_LOCAL_API = (b"$JS.API.DIRECT.GET.", b"$JS.API.CONSUMER.MSG.NEXT.")
 
 #: Endpoints that exist only in a cluster: a single server answers 503/10010.
 _CLUSTER_ONLY = {
@@ -106,9 +110,12 @@ class JetStreamApi:
         self.consumers = ConsumerApi(js, self)
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: The requester of the request being handled.
+        self._origin: Any = None
 
     def start(self) -> None:
-        self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request)
+        self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,
+                                                   on_traced=self._on_traced_request)
         domain = self.js.domain
         if domain:
             # nats-server's generateJSMappingTable: the account maps these subjects of the
@@ -150,6 +157,7 @@ class JetStreamApi:
             return
         # A request without a reply subject is still performed, counted and audited, as
         # nats-server does; only the reply is skipped (nobody learns the result).
+        self._origin = origin  # for the handlers that publish advisories about the requester
         token = J.LENIENT_REQUESTS.set(True) if self.lenient else None
         try:
             if kind == "json":
@@ -180,6 +188,21 @@ class JetStreamApi:
         if rtype != "stream_msg_get_response" or "error" in body:
             self.js.api_total += 1
             self.audit(subject, payload, data, origin)
+
+    def _on_traced_request(self, sub: Any, trace: Any, subject: bytes, reply: bytes | None,
+                           hdr: bytes | None, payload: bytes, origin: Any) -> bool:
+        """A traced request (``Nats-Trace-Dest``). nats-server serves the API in the system
+        account, imported into the client's: the trace records that service import, and a
+        trace-only request stops there (it is not performed; a requester gets a 503). DIRECT.GET
+        and CONSUMER.MSG.NEXT are served by the stream's and consumer's own subscriptions in the
+        client's account: nothing is recorded and they are answered, trace-only too."""
+        if not subject.startswith(_LOCAL_API):
+            text = subject.decode("utf-8", "replace")
+            trace.service_import(SYSTEM_ACCOUNT, text, text)
+            if trace.only:
+                return False
+        self._on_request(sub, subject, reply, hdr, payload, origin)
+        return True
 
     @staticmethod
     def _check_api_level(hdr: bytes | None) -> None:
@@ -433,19 +456,22 @@ class JetStreamApi:
         return {"success": True}
 
     def stream_snapshot(self, payload: bytes, name: str) -> dict:
-        """Refused after nats-server's checks, in its order: empty body, stream, body,
-        deliver subject."""
+        """nats-server's checks, in its order: empty body, stream, body, deliver subject; then
+        the snapshot is sent in minijs's format (:mod:`snapshot`)."""
         if J.is_empty_request(payload):
             raise E.bad_request()
         self._stream(name)
         req = J.decode_strict(payload, _SNAPSHOT_REQUEST, "JSApiStreamSnapshotRequest")
         if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
             raise E.snapshot_deliver_subject_invalid()
-        raise E.stream_snapshot("minijs does not support stream snapshots")
+        from minijs.jetstream import snapshot
+        return snapshot.snapshot(self.js, self._stream(name), req,
+                                 self._client_info(self._origin))
 
     def stream_restore(self, payload: bytes, name: str) -> dict:
-        """Refused after nats-server's checks, in its order: empty body, body, name (an
-        omitted one is the subject's), path separators, the config, an existing stream."""
+        """nats-server's checks, in its order: empty body, body, name (an omitted one is the
+        subject's), path separators, the config, an existing stream; then the chunks are
+        received (:mod:`snapshot`)."""
         if J.is_empty_request(payload):
             raise E.bad_request()
         req = J.decode_strict(payload, _RESTORE_REQUEST)
@@ -460,7 +486,8 @@ class JetStreamApi:
         self.js.check_stream_resources(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
-        raise E.stream_restore("minijs does not support stream restore")
+        from minijs.jetstream import snapshot
+        return snapshot.restore(self.js, cfg, self._client_info(self._origin))
 
     # ------------------------------------------------------------------ direct get
 

@@ -84,6 +84,10 @@ class DurableState:
 
     def _write_state(self) -> None:
         """Buffer the state document in the store metadata (committed by the next flush)."""
+        self.stream.store.put_meta(STATE_PREFIX + self.name, self.state_document())
+
+    def state_document(self) -> bytes:
+        """The persisted document of this consumer (also what a stream snapshot carries)."""
         if not self._cfg_json:
             self._cfg_json = json.dumps(dataclasses.asdict(self.config), separators=(",", ":"))
         # The same JSON as json.dumps of {"dseq", "sseq", "adflr", "asflr", "pending": [[seq,
@@ -96,7 +100,7 @@ class DurableState:
                  f'"asflr":{asflr},"pending":[{pending}],"rdc":[{rdc}]')
         doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(self.name)},"created":{self.created},'
                f'"config":{self._cfg_json},"state":{state}}}}}')
-        self.stream.store.put_meta(STATE_PREFIX + self.name, doc.encode())
+        return doc.encode()
 
     def _drop_state(self) -> None:
         stream = self.stream

@@ -28,12 +28,14 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.core import subjects as _subjects
+from minijs.core.msgtrace import TRACE_DEST, TRACE_DEST_DISABLED
 from minijs.jetstream import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream.headers import parse_go_duration, parse_msg_ttl  # noqa: F401
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream import schedules as _schedules
+from minijs.jetstream import tracing
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.configs import StreamConfig, to_json_dict
@@ -120,6 +122,8 @@ class Stream:
         self.links_info: Callable[[], dict] | None = None
         #: Message schedules (``allow_msg_schedules``), see schedules.py.
         self.schedules: _schedules.MsgSchedules | None = None
+        #: The trace of the message being processed, if it is traced (``Nats-Trace-Dest``).
+        self._trace: Any = None
         self._apply_config(config)
 
     # ------------------------------------------------------------------ lifecycle
@@ -145,7 +149,7 @@ class Stream:
     def start(self) -> None:
         """Subscribe to the stream's subjects and arm the expiry timer."""
         for subject in self.config.subjects or ():
-            self._subs.append(self.server.subscribe_internal(subject, self._on_publish))
+            self._subs.append(self._subscribe(subject))
         self._rebuild_dedup()
         last = self.store.load_last()
         self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
@@ -160,12 +164,22 @@ class Stream:
         if (old.subjects or []) != (cfg.subjects or []):
             for sub in self._subs:
                 self.server.unsubscribe_internal(sub)
-            self._subs = [self.server.subscribe_internal(s, self._on_publish) for s in cfg.subjects or ()]
+            self._subs = [self._subscribe(s) for s in cfg.subjects or ()]
         removed = self.store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if cfg.max_msgs_per_subject > 0:
             for subject in list(self.store.subject_state().keys()):
                 removed += self.store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
         self._on_removed(removed)
+        self._schedule_expiry()
+        self.save_config()
+
+    def after_restore(self, created: int) -> None:
+        """A restore wrote the messages straight into the store: take the snapshot's creation
+        time and rebuild what :meth:`start` derives from the stored messages."""
+        self.created = created
+        self._rebuild_dedup()
+        last = self.store.load_last()
+        self._last_msg_id = H.parse(last.hdr).get(H.MSG_ID, "") if last and last.hdr else ""
         self._schedule_expiry()
         self.save_config()
 
@@ -208,6 +222,30 @@ class Stream:
 
     # ------------------------------------------------------------------ publish path
 
+    def _subscribe(self, subject: str) -> "Subscription":
+        return self.server.subscribe_internal(subject, self._on_publish,
+                                              on_traced=self._on_traced_publish)
+
+    def _on_traced_publish(self, sub: "Subscription", trace: Any, subject: bytes,
+                           reply: bytes | None, hdr: bytes | None, payload: bytes,
+                           origin: Any) -> None:
+        """A traced message (``Nats-Trace-Dest``): record the ``js`` event around the usual
+        publish path. Trace-only runs every check (a refusal is still answered) but stores and
+        acknowledges nothing; a stored message keeps ``Nats-Trace-Dest: trace disabled`` so that
+        its deliveries are never traced again (nats-server's ``processInboundJetStreamMsg``)."""
+        if self.closed:
+            return
+        trace.jetstream(self.name)
+        if not trace.only and hdr:
+            hdr = H.set_value(hdr, TRACE_DEST, TRACE_DEST_DISABLED)
+        self._trace = trace
+        try:
+            self._on_publish(sub, subject, reply, hdr, payload, origin)
+        finally:
+            self._trace = None
+        if not trace.jetstream_settled:  # acknowledged without storing: a duplicate
+            trace.jetstream_error(tracing.ERR_DUPLICATE)
+
     def _on_publish(self, sub: "Subscription", subject: bytes, reply: bytes | None,
                     hdr: bytes | None, payload: bytes, origin: Any) -> None:
         if self.closed:
@@ -225,6 +263,8 @@ class Stream:
             else:  # a bug or a store failure: the publisher hears about it, the server lives
                 self.engine.log.error(f"JetStream stream '{self.name}' store failed: {exc!r}")
                 err = E.stream_store_failed(str(exc))
+            if self._trace is not None:
+                self._trace.jetstream_error(tracing.error_text(err, hdr))
             if reply and not self.config.no_ack:
                 body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
                         + b',"seq":0}')
@@ -365,6 +405,12 @@ class Stream:
         engine = self.engine
         if engine.publish_limits:
             engine.check_server_room(cfg.storage)
+        trace = self._trace
+        if trace is not None:  # a traced message reached storage (see _on_traced_publish)
+            trace.update_jetstream(subject, cfg.retention == "interest"
+                                   and not self._has_interest(subject))
+            if trace.only:
+                return None
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
             seq = store.skip_msg(now)
