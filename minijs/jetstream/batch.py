@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from minijs.jetstream import counter as C
 from minijs.jetstream import errors as E
@@ -29,8 +29,23 @@ from minijs.jetstream import headers as H
 from minijs.jetstream import schedules as _schedules
 from minijs.protocol.gostrings import go_quote
 
-if TYPE_CHECKING:
-    from minijs.jetstream.stream import Stream
+
+
+class BatchStream(Protocol):
+    """What batches need from the stream they belong to (given, not imported: the stream
+    owns its batches)."""
+
+    name: str
+    config: Any
+    store: Any
+    clock: Any
+    engine: Any
+    server: Any
+    _ack_prefix: bytes
+
+    def store_checked(self, *args: Any, **kwargs: Any) -> int: ...
+    def _check_dedup(self, msg_id: str) -> Any: ...
+    def counter_total(self, subject: str) -> Any: ...
 
 BATCH_SEQ = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
@@ -82,7 +97,7 @@ def _api_level_too_high(value: str) -> bool:
 class AtomicBatches:
     """The atomic batches being staged on one stream."""
 
-    def __init__(self, stream: "Stream") -> None:
+    def __init__(self, stream: "BatchStream") -> None:
         self.stream = stream
         self.clock = stream.clock
         self.batches: dict[str, _Batch] = {}
@@ -192,7 +207,7 @@ class _Checker:
     """nats-server's ``checkMsgHeadersPreClusteredProposal`` over a whole batch, with its
     staged state (``batchStagedDiff``): ids seen, counter totals, subjects written."""
 
-    def __init__(self, stream: "Stream") -> None:
+    def __init__(self, stream: "BatchStream") -> None:
         self.stream = stream
         self.msg_ids: set[str] = set()
         self.counters: dict[str, C.Total] = {}
