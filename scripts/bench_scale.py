@@ -28,7 +28,7 @@ The issue's goal per series: minijs's growth within 2x, and not above nats-serve
 ``--tolerance`` margin for noise, 1.25 by default, stated in the output).
 
     python scripts/bench_scale.py [--ranges stored,subjects,consumers,connections,kv]
-                                  [--count 10000] [--stored-top 1000000]
+                                  [--count 10000] [--rounds 1] [--stored-top 1000000]
                                   [--consumers-top 1000] [--connections-top 1000]
                                   [--kv-top 100000] [--targets minijs,nats-server]
                                   [--out scripts/output/bench_scale] [--no-install]
@@ -154,12 +154,16 @@ def run_points(exe: Path, points: list[Point], args: argparse.Namespace,
         servers = {t: bn.spawn(t, cmd) for t, cmd in commands.items()}
         try:
             for p in todo:
-                for t, server in servers.items():
-                    if not server.alive():
-                        results[t][p.key] = bn.Result(error="server died")
-                        continue
-                    results[t][p.key] = bn.run_loadgen(p.argv(exe, server.url, args.window),
-                                                       server)
+                rounds: dict[str, list[bn.Result]] = {t: [] for t in servers}
+                for _ in range(args.rounds):
+                    for t, server in servers.items():
+                        if not server.alive():
+                            rounds[t].append(bn.Result(error="server died"))
+                            continue
+                        rounds[t].append(bn.run_loadgen(p.argv(exe, server.url, args.window),
+                                                        server))
+                for t in servers:
+                    results[t][p.key] = bn.median_result(rounds[t])
                 if args.verbose:
                     print(p.key, {t: asdict(results[t][p.key]) for t in servers},
                           file=sys.stderr, flush=True)
@@ -293,6 +297,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="comma-separated: " + ",".join(RANGES) + " (default: all)")
     p.add_argument("--count", type=int, default=10000,
                    help="measured operations per run (KV put/get: a quarter; default 10000)")
+    p.add_argument("--rounds", type=int, default=1, help="runs per point; medians shown")
     p.add_argument("--window", type=int, default=256,
                    help="async publishes in flight / pull fetch batch (default 256)")
     p.add_argument("--stored-top", type=int, help="largest stored-message point (default 1M)")
@@ -317,8 +322,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--ranges: no range given")
     tops = [v for v in (args.stored_top, args.consumers_top, args.connections_top, args.kv_top)
             if v is not None]
-    if min(args.count, args.window, *tops) < 1:
-        p.error("--count, --window and the --*-top options must be positive")
+    if min(args.count, args.rounds, args.window, *tops) < 1:
+        p.error("--count, --rounds, --window and the --*-top options must be positive")
     if args.tolerance < 1.0:
         p.error("--tolerance must be at least 1.0")
     return args
@@ -336,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     if "nats-server" in args.targets and "nats-server" not in commands:
         print("nats-server not found on PATH; running minijs alone", file=sys.stderr)
     env_note = (f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start; "
-                f"{SIZE}-byte payloads; load generator {exe}")
+                f"{SIZE}-byte payloads; {args.rounds} round(s) per point (median); "
+                f"load generator {exe}")
     results = run_points(exe, points, args, commands)
     rows = growth_rows(points, results, args.tolerance)
     text = "\n\n".join([
@@ -350,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scale.md").write_text(text)
-    doc = {"count": args.count, "window": args.window, "cpus": os.cpu_count(),
+    doc = {"count": args.count, "rounds": args.rounds, "window": args.window, "cpus": os.cpu_count(),
            "loadavg": os.getloadavg()[0], "tolerance": args.tolerance, "growth": rows,
            "points": [{"key": p.key, **asdict(p),
                        "results": {t: asdict(results[t][p.key]) for t in results}}
