@@ -18,6 +18,20 @@
  *   js-push       push consume of a pre-filled stream, ack each (M > 1: one deliver group)
  *   kv-put        KV put, N writers, over 1,000 keys
  *   kv-get        KV get of 1,000 pre-written keys, N readers
+ *   kv-watch      a watcher over the whole bucket receiving its -N initial values (ops = keys)
+ *   kv-keys       listing the bucket's -N keys (ops = keys)
+ *
+ * Scale options (scripts/bench_scale.py), all set up before "ready", so not measured:
+ *   -B N   messages already stored before the measured section (js-pub-*: pre-filled; js-pull /
+ *          js-push: the stream holds -n + N and -n of them are consumed)
+ *   -J N   publish round-robin over N subjects (loadgen.s.<i>) instead of one, pre-fill included
+ *   -L N   the stream's max_msgs_per_subject
+ *   -C N   N idle durable consumers on the stream besides any measured one; -P pull|push picks
+ *          their kind (push: a deliver subject nobody listens on), -F gives each a filter that
+ *          matches none of the published subjects
+ *   -X N   N idle connections, each with one subscription on its own subject
+ *   -N N   KV keys written before the measured section (kv-*; default 1,000): put and get go
+ *          over these keys, watch and keys cover all of them
  *
  * Protocol with the driver: after setup (connections, stream, pre-fill) it prints "ready" on
  * stdout and waits for a line on stdin; then it runs the measured section and prints one JSON
@@ -44,7 +58,6 @@
 #define STREAM "LOADGEN"
 #define SUBJECT_PREFIX "loadgen"
 #define BUCKET "LOADGENKV"
-#define KV_KEYS 1000
 
 static const char *url = "nats://127.0.0.1:4222";
 static const char *mode = "pub";
@@ -57,6 +70,15 @@ static int headers = 0;
 static int keep = 0;
 static int handshake = 0;
 static int asap_consumers = 0;
+static long base = 0;
+static long nsubjects = 1;
+static long per_subject = 0;
+static int nconsumers = 0;
+static int consumer_push = 0;
+static int consumer_filtered = 0;
+static int nidle = 0;
+static long kv_keys = 1000;
+static atomic_long seq;  /* messages published so far (pre-fill included): picks the subject */
 static jsStorageType storage = js_MemoryStorage;
 static const char *storage_name = "memory";
 
@@ -197,6 +219,7 @@ static void create_stream(jsCtx *js)
     cfg.Subjects = subjects;
     cfg.SubjectsLen = 1;
     cfg.Storage = storage;
+    if (per_subject > 0) cfg.MaxMsgsPerSubject = per_subject;
     js_DeleteStream(js, STREAM, NULL, &ec);
     CHECK("add stream", js_AddStream(&si, js, &cfg, NULL, &ec));
     jsStreamInfo_Destroy(si);
@@ -210,6 +233,27 @@ static uint64_t stream_msgs(jsCtx *js)
     uint64_t n = si->State.Msgs;
     jsStreamInfo_Destroy(si);
     return n;
+}
+
+/* messages a stream keeps after `total` round-robin publishes under the per-subject limit */
+static uint64_t expected_stored(long total)
+{
+    if (per_subject <= 0) return (uint64_t) total;
+    uint64_t n = 0;
+    long each = total / nsubjects, extra = total % nsubjects;
+    long a = each + 1 < per_subject ? each + 1 : per_subject;
+    long b = each < per_subject ? each : per_subject;
+    n = (uint64_t) extra * a + (uint64_t) (nsubjects - extra) * b;
+    return n;
+}
+
+/* the subject of the next JetStream message: one, or round-robin over -J subjects */
+static const char *next_subject(char *buf, size_t len)
+{
+    long k = atomic_fetch_add(&seq, 1);
+    if (nsubjects <= 1) return SUBJECT_PREFIX ".bench";
+    snprintf(buf, len, SUBJECT_PREFIX ".s.%ld", k % nsubjects);
+    return buf;
 }
 
 /* ------------------------------------------------------------------ worker state */
@@ -360,10 +404,11 @@ static void *js_pub_sync(void *arg)
 {
     worker_t *w = arg;
     char *p = payload_new();
+    char subj[64];
     for (long i = 0; i < w->todo; i++) {
         jsPubAck *pa = NULL;
         jsErrCode ec = 0;
-        natsMsg *m = msg_new(subject_buf, NULL, p);
+        natsMsg *m = msg_new(next_subject(subj, sizeof subj), NULL, p);
         int64_t t0 = now_ns();
         natsStatus s = js_PublishMsg(&pa, w->js, m, NULL, &ec);
         if (s != NATS_OK) atomic_fetch_add(&errors, 1);
@@ -388,8 +433,9 @@ static void *js_pub_async(void *arg)
 {
     worker_t *w = arg;
     char *p = payload_new();
+    char subj[64];
     for (long i = 0; i < w->todo; i++) {
-        natsMsg *m = msg_new(subject_buf, NULL, p);
+        natsMsg *m = msg_new(next_subject(subj, sizeof subj), NULL, p);
         natsStatus s = js_PublishMsgAsync(w->js, &m, NULL);
         if (s != NATS_OK) {
             atomic_fetch_add(&errors, 1);
@@ -417,19 +463,93 @@ static jsCtx *async_js(worker_t *w)
     return jetstream(w->nc, &o);
 }
 
-/* fill the stream with `count` messages (not measured) */
-static void prefill(void)
+/* fill the stream with `n` messages (not measured) */
+static void prefill(long n)
 {
+    if (n <= 0) return;
     worker_t *w = workers_new(1);
     w->nc = connect_one(0);
     w->js = async_js(w);
-    w->todo = count;
+    w->todo = n;
     js_pub_async(w);
-    if (stream_msgs(w->js) != (uint64_t) count) die("prefill", NATS_ERR);
+    if (stream_msgs(w->js) != expected_stored(n)) die("prefill", NATS_ERR);
+    atomic_store(&errors, 0);
+    atomic_store(&t_end, 0);
     jsCtx_Destroy(w->js);
     natsConnection_Destroy(w->nc);
     free(w->lat);
     free(w);
+    lats.n = 0;
+}
+
+/* -C idle durable consumers on the stream (pull or push, filtered or not) */
+static void idle_consumers(jsCtx *js)
+{
+    char durable[64], filter[64], deliver[64];
+    for (int i = 0; i < nconsumers; i++) {
+        jsConsumerConfig cc;
+        jsConsumerInfo *ci = NULL;
+        jsErrCode ec = 0;
+        jsConsumerConfig_Init(&cc);
+        snprintf(durable, sizeof durable, "idle%d", i);
+        cc.Durable = durable;
+        cc.AckPolicy = js_AckExplicit;
+        if (consumer_filtered) {
+            snprintf(filter, sizeof filter, SUBJECT_PREFIX ".none.%d", i);
+            cc.FilterSubject = filter;
+        }
+        if (consumer_push) {
+            snprintf(deliver, sizeof deliver, "_loadgen.idle.%d", i);
+            cc.DeliverSubject = deliver;
+        }
+        CHECK("add idle consumer", js_AddConsumer(&ci, js, STREAM, &cc, NULL, &ec));
+        jsConsumerInfo_Destroy(ci);
+    }
+}
+
+/* -X idle connections, each subscribed to its own subject */
+static natsConnection **idle_conns;
+static natsSubscription **idle_subs;
+
+static void idle_connections(void)
+{
+    char subj[64];
+    idle_conns = calloc(nidle ? nidle : 1, sizeof *idle_conns);
+    idle_subs = calloc(nidle ? nidle : 1, sizeof *idle_subs);
+    for (int i = 0; i < nidle; i++) {
+        idle_conns[i] = connect_one(0);
+        snprintf(subj, sizeof subj, SUBJECT_PREFIX ".idle.%d", i);
+        CHECK("idle subscribe", natsConnection_SubscribeSync(&idle_subs[i], idle_conns[i], subj));
+    }
+    for (int i = 0; i < nidle; i++) CHECK("idle flush", natsConnection_Flush(idle_conns[i]));
+}
+
+/* write kv_keys keys k0.<i> with async JetStream publishes (not measured) */
+static void kv_prefill(void)
+{
+    worker_t *w = workers_new(1);
+    char *p = payload_new();
+    char subj[64];
+    w->nc = connect_one(0);
+    w->js = async_js(w);
+    for (long i = 0; i < kv_keys; i++) {
+        natsMsg *m;
+        snprintf(subj, sizeof subj, "$KV." BUCKET ".k0.%ld", i);
+        CHECK("msg", natsMsg_Create(&m, subj, NULL, p, size));
+        if (js_PublishMsgAsync(w->js, &m, NULL) != NATS_OK) die("kv prefill", NATS_ERR);
+    }
+    jsPubOptions po;
+    jsPubOptions_Init(&po);
+    po.MaxWait = 120000;
+    CHECK("kv prefill complete", js_PublishAsyncComplete(w->js, &po));
+    if (atomic_load(&errors)) die("kv prefill", NATS_ERR);
+    jsCtx_Destroy(w->js);
+    natsConnection_Destroy(w->nc);
+    free(w->lat);
+    free(w);
+    free(p);
+    lats.n = 0;
+    atomic_store(&t_end, 0);
 }
 
 /* ------------------------------------------------------------------ consumers */
@@ -440,7 +560,10 @@ static void *puller(void *arg)
     while (atomic_load(&consumed) < count) {
         natsMsgList list = {0};
         jsErrCode ec = 0;
-        natsStatus s = natsSubscription_Fetch(&list, w->sub, window, 500, &ec);
+        long left = count - atomic_load(&consumed);
+        int batch = left < window ? (int) left : window;
+        if (batch < 1) batch = 1;
+        natsStatus s = natsSubscription_Fetch(&list, w->sub, batch, 500, &ec);
         if (s == NATS_TIMEOUT) continue;
         if (s != NATS_OK) {
             fprintf(stderr, "loadgen: fetch: %s\n", natsStatus_GetText(s));
@@ -482,7 +605,7 @@ static void *kv_putter(void *arg)
     char key[32];
     for (long i = 0; i < w->todo; i++) {
         uint64_t rev = 0;
-        snprintf(key, sizeof key, "k%d.%ld", w->idx, i % KV_KEYS);
+        snprintf(key, sizeof key, "k0.%ld", (i * npubs + w->idx) % kv_keys);
         stamp(p);
         int64_t t0 = now_ns();
         natsStatus s = kvStore_Put(&rev, w->kv, key, p, size);
@@ -500,7 +623,7 @@ static void *kv_getter(void *arg)
     char key[32];
     for (long i = 0; i < w->todo; i++) {
         kvEntry *e = NULL;
-        snprintf(key, sizeof key, "k0.%ld", (i * 7 + w->idx) % KV_KEYS);
+        snprintf(key, sizeof key, "k0.%ld", (i * 7 + w->idx) % kv_keys);
         int64_t t0 = now_ns();
         natsStatus s = kvStore_Get(&e, w->kv, key);
         if (s != NATS_OK || kvEntry_ValueLen(e) != size) atomic_fetch_add(&errors, 1);
@@ -511,6 +634,45 @@ static void *kv_getter(void *arg)
     return NULL;
 }
 
+/* a watcher over the whole bucket: all initial values, up to the end-of-initial marker */
+static void *kv_watcher(void *arg)
+{
+    worker_t *w = arg;
+    kvWatcher *kw = NULL;
+    long got = 0;
+    CHECK("watch", kvStore_WatchAll(&kw, w->kv, NULL));
+    for (;;) {
+        kvEntry *e = NULL;
+        natsStatus s = kvWatcher_Next(&e, kw, 30000);
+        if (s != NATS_OK) { atomic_fetch_add(&errors, 1); break; }
+        if (e == NULL) break;
+        got++;
+        kvEntry_Destroy(e);
+    }
+    note_end();
+    if (got != kv_keys) {
+        fprintf(stderr, "loadgen: watch got %ld of %ld keys\n", got, kv_keys);
+        atomic_fetch_add(&errors, 1);
+    }
+    kvWatcher_Destroy(kw);
+    return NULL;
+}
+
+static void *kv_lister(void *arg)
+{
+    worker_t *w = arg;
+    kvKeysList list = {0};
+    natsStatus s = kvStore_Keys(&list, w->kv, NULL);
+    note_end();
+    if (s != NATS_OK || list.Count != kv_keys) {
+        fprintf(stderr, "loadgen: keys: %s, %d of %ld\n", natsStatus_GetText(s), list.Count,
+                kv_keys);
+        atomic_fetch_add(&errors, 1);
+    }
+    kvKeysList_Destroy(&list);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void usage(void)
@@ -518,7 +680,11 @@ static void usage(void)
     fprintf(stderr,
             "usage: loadgen -s URL -m MODE [-n COUNT] [-z SIZE] [-p PUBS] [-c SUBS] [-w WINDOW]\n"
             "               [-S memory|file] [-H] [-k] [-i] [-A]\n"
-            "modes: pub pubsub reqrep js-pub-sync js-pub-async js-pull js-push kv-put kv-get\n");
+            "               [-B STORED] [-J SUBJECTS] [-L PER_SUBJECT] [-C CONSUMERS [-P pull|push]"
+            " [-F]]\n"
+            "               [-X IDLE_CONNS] [-N KV_KEYS]\n"
+            "modes: pub pubsub reqrep js-pub-sync js-pub-async js-pull js-push kv-put kv-get\n"
+            "       kv-watch kv-keys\n");
     exit(2);
 }
 
@@ -541,7 +707,7 @@ static void collect(worker_t *w, int n)
 int main(int argc, char **argv)
 {
     int opt;
-    while ((opt = getopt(argc, argv, "s:m:n:z:p:c:w:S:HkiAh")) != -1) {
+    while ((opt = getopt(argc, argv, "s:m:n:z:p:c:w:S:HkiAhB:J:L:C:P:FX:N:")) != -1) {
         switch (opt) {
         case 's': url = optarg; break;
         case 'm': mode = optarg; break;
@@ -560,10 +726,25 @@ int main(int argc, char **argv)
         case 'k': keep = 1; break;
         case 'i': handshake = 1; break;
         case 'A': asap_consumers = 1; break;
+        case 'B': base = atol(optarg); break;
+        case 'J': nsubjects = atol(optarg); break;
+        case 'L': per_subject = atol(optarg); break;
+        case 'C': nconsumers = atoi(optarg); break;
+        case 'P':
+            if (!strcmp(optarg, "push")) consumer_push = 1;
+            else if (!strcmp(optarg, "pull")) consumer_push = 0;
+            else usage();
+            break;
+        case 'F': consumer_filtered = 1; break;
+        case 'X': nidle = atoi(optarg); break;
+        case 'N': kv_keys = atol(optarg); break;
         default: usage();
         }
     }
-    if (size < 16 || count < 1 || npubs < 1 || nsubs < 1 || window < 1) usage();
+    if (size < 16 || count < 1 || npubs < 1 || nsubs < 1 || window < 1 || base < 0
+        || nsubjects < 1 || per_subject < 0 || nconsumers < 0 || nidle < 0 || kv_keys < 1)
+        usage();
+    if (!strcmp(mode, "kv-watch") || !strcmp(mode, "kv-keys")) count = kv_keys;
     CHECK("init", nats_Open(-1));
     snprintf(subject_buf, sizeof subject_buf, SUBJECT_PREFIX ".bench");
 
@@ -572,6 +753,7 @@ int main(int argc, char **argv)
     worker_t *pubs = workers_new(npubs), *subs = workers_new(nsubs);
     long expect_stream = -1;
     int uses_stream = 0, uses_kv = 0;
+    idle_connections();
 
     if (!strcmp(mode, "pub")) {
         for (int i = 0; i < npubs; i++) {
@@ -615,6 +797,8 @@ int main(int argc, char **argv)
         int async = !strcmp(mode, "js-pub-async");
         uses_stream = 1;
         create_stream(ajs);
+        prefill(base);
+        idle_consumers(ajs);
         for (int i = 0; i < npubs; i++) {
             pubs[i].nc = connect_one(!async);
             pubs[i].js = async ? async_js(&pubs[i]) : jetstream(pubs[i].nc, NULL);
@@ -623,12 +807,13 @@ int main(int argc, char **argv)
         go();
         run_threads(pubs, npubs, async ? js_pub_async : js_pub_sync);
         collect(pubs, npubs);
-        expect_stream = count;
+        expect_stream = (long) expected_stored(base + count);
     } else if (!strcmp(mode, "js-pull") || !strcmp(mode, "js-push")) {
         int pull = !strcmp(mode, "js-pull");
         uses_stream = 1;
         create_stream(ajs);
-        prefill();
+        prefill(count + base);
+        idle_consumers(ajs);
         for (int i = 0; i < nsubs; i++) {
             subs[i].nc = connect_one(asap_consumers);
             subs[i].js = jetstream(subs[i].nc, NULL);
@@ -667,8 +852,8 @@ int main(int argc, char **argv)
                     }
                 }
         }
-        if (atomic_load(&consumed) != count) atomic_fetch_add(&errors, 1);
-    } else if (!strcmp(mode, "kv-put") || !strcmp(mode, "kv-get")) {
+        if (atomic_load(&consumed) < count) atomic_fetch_add(&errors, 1);
+    } else if (!strncmp(mode, "kv-", 3)) {
         kvConfig kc;
         kvStore *kv = NULL;
         uses_kv = 1;
@@ -678,17 +863,8 @@ int main(int argc, char **argv)
         kc.StorageType = storage;
         js_DeleteKeyValue(ajs, BUCKET);
         CHECK("create bucket", js_CreateKeyValue(&kv, ajs, &kc));
-        if (!strcmp(mode, "kv-get")) {
-            char *p = payload_new();
-            char key[32];
-            for (long i = 0; i < KV_KEYS; i++) {
-                uint64_t rev;
-                snprintf(key, sizeof key, "k0.%ld", i);
-                CHECK("kv prefill", kvStore_Put(&rev, kv, key, p, size));
-            }
-            free(p);
-        }
         kvStore_Destroy(kv);
+        kv_prefill();
         for (int i = 0; i < npubs; i++) {
             pubs[i].nc = connect_one(1);
             pubs[i].js = jetstream(pubs[i].nc, NULL);
@@ -696,7 +872,13 @@ int main(int argc, char **argv)
             pubs[i].todo = share(i, npubs);
         }
         go();
-        run_threads(pubs, npubs, !strcmp(mode, "kv-put") ? kv_putter : kv_getter);
+        void *(*fn)(void *) = !strcmp(mode, "kv-put") ? kv_putter
+            : !strcmp(mode, "kv-get") ? kv_getter
+            : !strcmp(mode, "kv-watch") ? kv_watcher
+            : !strcmp(mode, "kv-keys") ? kv_lister : NULL;
+        if (fn == NULL) usage();
+        if (fn == kv_watcher || fn == kv_lister) npubs = 1;
+        run_threads(pubs, npubs, fn);
         collect(pubs, npubs);
     } else {
         usage();
@@ -735,6 +917,10 @@ int main(int argc, char **argv)
         natsSubscription_Destroy(subs[i].sub);
         jsCtx_Destroy(subs[i].js);
         natsConnection_Destroy(subs[i].nc);
+    }
+    for (int i = 0; i < nidle; i++) {
+        natsSubscription_Destroy(idle_subs[i]);
+        natsConnection_Destroy(idle_conns[i]);
     }
     jsCtx_Destroy(ajs);
     natsConnection_Destroy(admin);
