@@ -355,6 +355,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         except ValueError:
             self._sfreq = 0
         self.filters = [f for f in C.filters_of(cfg) if f != ">"]
+        changed = getattr(self.stream.consumers, "changed", None)
+        if changed is not None:
+            changed()  # the stream's index of who takes which subject is stale
         self._ack_prefix = f"$JS.ACK.{self.stream.name}.{self.name}."
         if cfg.rate_limit_bps > 0:
             self._rl_rate = cfg.rate_limit_bps / 8

@@ -80,6 +80,46 @@ MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
 ACK_GROUP = 64
 _SECOND = 1_000_000_000
+#: Subjects whose consumers ``_release_signals`` remembers at most.
+_SIGNAL_CACHE = 4096
+
+
+class ConsumerMap(dict):
+    """A stream's consumers by name; ``version`` changes with every change to the set (and
+    with :meth:`changed`, called when a consumer's filters change)."""
+
+    version = 0
+
+    def changed(self) -> None:
+        self.version += 1
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.version += 1
+
+    def pop(self, *args: Any) -> Any:
+        self.version += 1
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self.version += 1
+        return super().popitem()
+
+    def clear(self) -> None:
+        super().clear()
+        self.version += 1
+
+    def setdefault(self, *args: Any) -> Any:
+        self.version += 1
+        return super().setdefault(*args)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self.version += 1
 
 def _parse_uint(value: str) -> int:
     """nats-server's ``parseInt64`` on an expected-sequence header: garbage reads as -1, which
@@ -98,7 +138,10 @@ class Stream:
         self.name = config.name
         self.created = created
         self.store = store
-        self.consumers: dict[str, Any] = {}
+        self.consumers: ConsumerMap = ConsumerMap()
+        #: subject -> the consumers whose filter takes it (valid for ``consumers.version``)
+        self._signal_targets: dict[str, list[Any]] = {}
+        self._signal_version = -1
         self.closed = False
         self._subs: list[Subscription] = []
         self._dedup: dict[str, tuple[int, int]] = {}
@@ -619,15 +662,28 @@ class Stream:
         self._release_signals()
 
     def _release_signals(self) -> None:
-        """Tell consumers about messages stored since the last call."""
+        """Tell the consumers whose filter takes each message stored since the last call
+        (as nats-server signals through its index of consumer filters): the consumers of a
+        subject are looked up once and kept until the consumers or their filters change."""
         signals = self._signals
         if signals:
             self._signals = []
-            if self.consumers:
+            consumers = self.consumers
+            if consumers:
+                targets = self._signal_targets
+                if self._signal_version != consumers.version:
+                    targets.clear()
+                    self._signal_version = consumers.version
                 for seq, subject in signals:
                     if self.closed:
                         return
-                    for consumer in list(self.consumers.values()):
+                    found = targets.get(subject)
+                    if found is None:
+                        if len(targets) >= _SIGNAL_CACHE:
+                            targets.clear()
+                        found = targets[subject] = [c for c in consumers.values()
+                                                    if c.matches(subject)]
+                    for consumer in found:
                         consumer.signal(seq, subject)
             for follower in list(self.followers):
                 follower.wake()
