@@ -16,56 +16,28 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.config import AccountLimits, JetStreamLimitOpts
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
-from minijs.jetstream.configs import StreamConfig, stream_config_from_dict
-from minijs.jetstream.consumer import recover_consumers
-from minijs.jetstream.replication import Replicator
-from minijs.jetstream.store import open_store, stream_store_path
-from minijs.jetstream.stream import Stream
+from minijs.jetstream.store import stream_store_path
+from minijs.jetstream.storedir import StoreDirError, check_store_dir
+
+if TYPE_CHECKING:  # imported when the first stream is created or recovered (a fast start)
+    from minijs.jetstream.configs import StreamConfig
+    from minijs.jetstream.replication import Replicator
+    from minijs.jetstream.stream import Stream
+
+__all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 
 #: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
 #: commits survive a killed process without an fsync, so minijs syncs on the same period.
 SYNC_INTERVAL = 120.0
-
-
-class StoreDirError(Exception):
-    """The store directory cannot be used; the text is nats-server's reason."""
-
-
-def check_store_dir(store_dir: str) -> None:
-    """nats-server's checks of ``<store_dir>/jetstream`` before JetStream starts: created if
-    missing, else it must be a writable directory. Raises :class:`StoreDirError`."""
-    path = os.path.join(store_dir, "jetstream")
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        try:
-            os.makedirs(path, mode=0o750, exist_ok=True)
-        except OSError as exc:
-            where = exc.filename or path
-            reason = (exc.strerror or str(exc))
-            raise StoreDirError(f"could not create storage directory - mkdir {where}: "
-                                f"{reason[:1].lower()}{reason[1:]}") from None
-        return
-    except OSError:
-        raise StoreDirError("storage directory is not a directory") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise StoreDirError("storage directory is not a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix="_test_", dir=path)
-    except OSError:
-        raise StoreDirError("storage directory is not writable") from None
-    os.close(fd)
-    os.remove(probe)
 
 
 class JetStream:
@@ -89,7 +61,7 @@ class JetStream:
         self._flush_scheduled = False
         self._sync_timer: Any = None
         self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
-        self.replicator = Replicator(self)
+        self._replicator: Replicator | None = None
         self.started = False
         self._server_limits: tuple[int, int] | None = None
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
@@ -102,6 +74,19 @@ class JetStream:
         #: The account this engine serves, as log lines name it.
         self.account_name = "$G"
         self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
+
+    @property
+    def replicator(self) -> "Replicator":
+        """Mirrors' and sources' links (made, and its module imported, on first use)."""
+        if self._replicator is None:
+            from minijs.jetstream.replication import Replicator
+
+            self._replicator = Replicator(self)
+        return self._replicator
+
+    def _stop_links(self) -> None:
+        if self._replicator is not None:
+            self._replicator.stop_all()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -131,7 +116,7 @@ class JetStream:
         temporary directory of file streams is removed unless ``keep_files`` (a restart); its
         stores are then released without the final disk sync, since nothing will read them."""
         self._cancel_sync()
-        self.replicator.stop_all()
+        self._stop_links()
         discard = self._temp_dir is not None and not keep_files and not self.store_dir
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
@@ -151,7 +136,7 @@ class JetStream:
         files stay as they are (a simulated crash)."""
         self._cancel_sync()
         self._dirty.clear()
-        self.replicator.stop_all()
+        self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
@@ -166,7 +151,7 @@ class JetStream:
         without advisories: the empty engine of a fresh start."""
         self._cancel_sync()
         self._dirty.clear()
-        self.replicator.stop_all()
+        self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.delete()
@@ -215,6 +200,11 @@ class JetStream:
         root = self._streams_dir()
         if not root.is_dir():
             return
+        from minijs.jetstream.configs import stream_config_from_dict
+        from minijs.jetstream.consumer import recover_consumers
+        from minijs.jetstream.store import open_store
+        from minijs.jetstream.stream import Stream
+
         for path in sorted(root.iterdir()):
             if not path.is_dir():
                 continue
@@ -241,6 +231,9 @@ class JetStream:
     # ------------------------------------------------------------------ streams
 
     def create_stream(self, cfg: StreamConfig) -> Stream:
+        from minijs.jetstream.store import open_store
+        from minijs.jetstream.stream import Stream
+
         if cfg.storage == "file":
             path = self._streams_dir() / cfg.name
             if path.exists():
@@ -470,7 +463,8 @@ class JetStream:
 
     def num_consumers(self) -> int:
         """Consumers of all streams, with the internal ones mirrors and sources use."""
-        return sum(len(s.consumers) for s in self.streams.values()) + self.replicator.num_consumers()
+        links = self._replicator.num_consumers() if self._replicator is not None else 0
+        return sum(len(s.consumers) for s in self.streams.values()) + links
 
     def account_info(self) -> dict:
         mem, sto = self.usage()
