@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import secrets
 
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.bus import MessageBus
 
 _NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -40,6 +39,8 @@ class Advisories:
         bus = self.bus
         if not bus.has_interest(subj):
             return
+        from minijs.jetstream import jsonfmt as J  # imported by the first advisory heard
+
         body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
                 "timestamp": J.go_time(bus.clock.time_ns())}
         if self.domain:

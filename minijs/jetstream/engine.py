@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.config import AccountLimits, JetStreamLimitOpts
-from minijs.jetstream import errors as E
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.store import stream_store_path
@@ -200,6 +198,7 @@ class JetStream:
         root = self._streams_dir()
         if not root.is_dir():
             return
+        from minijs.jetstream import jsonfmt as J
         from minijs.jetstream.configs import stream_config_from_dict
         from minijs.jetstream.consumer import recover_consumers
         from minijs.jetstream.store import open_store
@@ -372,6 +371,8 @@ class JetStream:
 
     def check_stream_count(self, name: str) -> None:
         """400/10027 when a new stream would pass the account's ``max_streams``."""
+        from minijs.jetstream import errors as E
+
         max_streams = self.account_limits.max_streams
         if max_streams > 0 and name not in self.streams and len(self.streams) >= max_streams:
             raise E.maximum_streams_limit()
@@ -379,6 +380,8 @@ class JetStream:
     def check_max_bytes_limits(self, cfg: StreamConfig) -> None:
         """checkStreamCfg's account part: 400/10113 without ``max_bytes`` when the account
         requires it, 400/10122 above its ``memory_``/``storage_max_stream_bytes``."""
+        from minijs.jetstream import errors as E
+
         acc = self.account_limits
         limit = (acc.memory_max_stream_bytes if cfg.storage == "memory"
                  else acc.storage_max_stream_bytes)
@@ -392,6 +395,8 @@ class JetStream:
         (400/10026), then ``checkBytesLimits``: a new stream adds its ``max_bytes`` (1 without
         one), an update the growth of it, to what the other streams reserve; more than the
         account, then the server, allows is 500/10028 (memory) or 500/10047 (file)."""
+        from minijs.jetstream import errors as E
+
         acc = self.account_limits
         if 0 < acc.max_consumers < cfg.max_consumers:
             raise E.maximum_consumers_limit()
@@ -426,6 +431,8 @@ class JetStream:
         if (mem > max_mem) if storage == "memory" else (sto > max_sto):
             self.log_limit("server", f"JetStream {storage} resource limits exceeded for server",
                             error=True)
+            from minijs.jetstream import errors as E
+
             raise E.insufficient_resources()
 
     def check_account_room(self, storage: str, size: int) -> None:
@@ -439,6 +446,8 @@ class JetStream:
         if (mem if storage == "memory" else sto) + size > limit:
             self.log_limit("account", f"JetStream {storage} resource limits exceeded for "
                             f'account: "{self.account_name}"', error=False)
+            from minijs.jetstream import errors as E
+
             raise E.account_resources_exceeded()
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:
