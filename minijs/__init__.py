@@ -1,7 +1,12 @@
 """minijs: an embeddable mini NATS JetStream server, in pure Python, for testing."""
-from minijs.clock import Clock, VirtualClock, WallClock
-from minijs.config import NATS_SERVER_VERSION, ServerConfig
-from minijs.server import Server, ServerThread
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from minijs.clock import Clock, VirtualClock, WallClock
+    from minijs.config import NATS_SERVER_VERSION, ServerConfig
+    from minijs.server import Server, ServerThread
 
 __version__ = "0.1.0"
 
@@ -15,3 +20,30 @@ __all__ = [
     "WallClock",
     "__version__",
 ]
+
+#: Imported on first use (PEP 562), so ``minijs -h``, ``-v`` and the management commands do
+#: not pay for asyncio and the server.
+_HOMES = {
+    "Clock": "minijs.clock",
+    "VirtualClock": "minijs.clock",
+    "WallClock": "minijs.clock",
+    "NATS_SERVER_VERSION": "minijs.config",
+    "ServerConfig": "minijs.config",
+    "Server": "minijs.server",
+    "ServerThread": "minijs.server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'minijs' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

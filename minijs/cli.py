@@ -248,7 +248,7 @@ def build_config(given: dict[str, Any]) -> Any:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)
     if config.jetstream and config.accounts:
-        from minijs.confparse import ConfigError
+        from minijs.config import ConfigError
         from minijs.server import JETSTREAM_ACCOUNTS_UNSUPPORTED
 
         raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     if given.get("version"):
         print(version_line())
         return 0
-    from minijs.confparse import ConfigError
+    from minijs.config import ConfigError
 
     try:
         config = build_config(given)
@@ -376,7 +376,7 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
             except OSError as exc:
                 logger.fatal(f"Could not write pidfile: {exc}")
                 return 1
-        from minijs.jetstream.engine import StoreDirError
+        from minijs.jetstream.storedir import StoreDirError
 
         try:
             await server.start()

@@ -23,6 +23,26 @@ RANDOM_PORT = -1
 
 #: The account of clients when no accounts are configured (and of users outside any account).
 GLOBAL_ACCOUNT = "$G"
+
+
+class ConfigError(ValueError):
+    """A config file nats-server would reject, or a setting minijs does not implement.
+
+    ``str()`` reads ``path:line:col: message``, the way nats-server reports config errors.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 col: int | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.col = col
+        where = ""
+        if path is not None or line is not None:
+            where = f"{path or '<config>'}:{line or 0}:{col or 0}: "
+        super().__init__(where + message)
+
+
 #: nats-server's defaults for ``allow_responses: true``: one response, within two minutes.
 DEFAULT_RESPONSE_MAX_MSGS = 1
 DEFAULT_RESPONSE_EXPIRES = 120.0

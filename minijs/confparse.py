@@ -24,6 +24,7 @@ from minijs.config import (
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
     AccountLimits,
+    ConfigError,
     JetStreamLimitOpts,
     Permissions,
     ResponsePermission,
@@ -32,24 +33,6 @@ from minijs.config import (
 )
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
-
-
-class ConfigError(ValueError):
-    """A config file nats-server would reject, or a setting minijs does not implement.
-
-    ``str()`` reads ``path:line:col: message``, the way nats-server reports config errors.
-    """
-
-    def __init__(self, message: str, path: str | None = None, line: int | None = None,
-                 col: int | None = None) -> None:
-        self.message = message
-        self.path = path
-        self.line = line
-        self.col = col
-        where = ""
-        if path is not None or line is not None:
-            where = f"{path or '<config>'}:{line or 0}:{col or 0}: "
-        super().__init__(where + message)
 
 
 # ----------------------------------------------------------------------------- syntax tree

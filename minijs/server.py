@@ -67,6 +67,8 @@ class Server(Router):
         super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
+        #: The ``$JS.API.>`` subscription that makes the API on its first request.
+        self._api_door: Any = None
         self.control_plane: ControlPlane | None = None
         self._faults: FaultInjector | None = None
         self._ports_file: str | None = None
@@ -104,7 +106,7 @@ class Server(Router):
         if config.jetstream and config.accounts:
             raise ValueError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
         if config.jetstream and config.store_dir and self.jetstream is None:
-            from minijs.jetstream.engine import check_store_dir
+            from minijs.jetstream.storedir import check_store_dir
 
             check_store_dir(config.store_dir)  # as nats-server: before the port is bound
         await self.listen()
@@ -168,15 +170,35 @@ class Server(Router):
         return temp_dir
 
     def _start_jetstream(self, temp_dir: str | None = None) -> None:
-        """Attach the JetStream engine (recovering file streams) and serve its API."""
-        from minijs.jetstream.api import JetStreamApi
+        """Attach the JetStream engine (recovering file streams) and serve its API.
+
+        ``$JS.API.>`` is subscribed at once, but the API's modules (configs, errors, the
+        consumer endpoints) are imported at its first request, so a server that was only
+        started is ready sooner. With a domain the API maps its subjects itself: made now."""
         from minijs.jetstream.engine import JetStream
 
         engine = JetStream(self, temp_dir=temp_dir)
         engine.start()
         self.jetstream = engine
+        if engine.domain:
+            self._jetstream_api_for(engine).start()
+        else:
+            self._api_door = self.subscribe_internal(b"$JS.API.>", self._on_api_request)
+
+    def _jetstream_api_for(self, engine: Any) -> "JetStreamApi":
+        from minijs.jetstream.api import JetStreamApi
+
         self.jetstream_api = JetStreamApi(engine)
-        self.jetstream_api.start()
+        return self.jetstream_api
+
+    def _on_api_request(self, sub: Any, subject: bytes, reply: bytes | None,
+                        hdr: bytes | None, payload: bytes, origin: Any) -> None:
+        api = self.jetstream_api
+        if api is None:
+            if self.jetstream is None:
+                return
+            api = self._jetstream_api_for(self.jetstream)
+        api._on_request(sub, subject, reply, hdr, payload, origin)
 
     def _stop_jetstream(self, *, keep_files: bool = False, crash: bool = False) -> str | None:
         """Waiting pulls hear of the shutdown, the API stops answering, then the engine closes
@@ -186,6 +208,9 @@ class Server(Router):
             return None
         if not crash:
             engine.signal_shutdown()
+        if self._api_door is not None:
+            self.unsubscribe_internal(self._api_door)
+            self._api_door = None
         if self.jetstream_api is not None:
             self.jetstream_api.stop()
             self.jetstream_api = None

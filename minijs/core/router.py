@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import random
-import secrets
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -49,7 +49,7 @@ class ServerStats:
 
 def _nkey_like(prefix: str) -> str:
     """A 56-character upper-case base32 id like nats-server's public nkeys (N... / X...)."""
-    body = base64.b32encode(secrets.token_bytes(35)).decode().rstrip("=")
+    body = base64.b32encode(os.urandom(35)).decode().rstrip("=")
     return (prefix + body)[:56]
 
 

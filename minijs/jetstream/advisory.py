@@ -9,17 +9,18 @@ Invariants:
 """
 from __future__ import annotations
 
-import secrets
+import random
 
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.bus import MessageBus
 
 _NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: What ``secrets.choice`` draws from (the OS's randomness), without importing secrets.
+_choice = random.SystemRandom().choice
 
 
 def new_id(n: int = 22) -> str:
     """A NUID-shaped random id (22 base-62 characters)."""
-    return "".join(secrets.choice(_NUID_ALPHABET) for _ in range(n))
+    return "".join(_choice(_NUID_ALPHABET) for _ in range(n))
 
 
 #: Advisories whose Go struct has fields after ``domain``: it goes before these keys.
@@ -40,6 +41,8 @@ class Advisories:
         bus = self.bus
         if not bus.has_interest(subj):
             return
+        from minijs.jetstream import jsonfmt as J  # imported by the first advisory heard
+
         body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
                 "timestamp": J.go_time(bus.clock.time_ns())}
         if self.domain:

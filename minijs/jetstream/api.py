@@ -22,7 +22,6 @@ from minijs.core import subjects as _subjects
 from minijs.core.msgtrace import SYSTEM_ACCOUNT
 from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
-from minijs.jetstream.consumer_api import ConsumerApi
 from minijs.jetstream import errors as E
 from minijs.jetstream.transform import SubjectTransform
 from minijs.jetstream import headers as H
@@ -30,6 +29,7 @@ from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
 
 if TYPE_CHECKING:
+    from minijs.jetstream.consumer_api import ConsumerApi
     from minijs.jetstream.engine import JetStream
     from minijs.jetstream.stream import Stream
 
@@ -107,11 +107,20 @@ class JetStreamApi:
         #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.
         self.lenient = not getattr(self.server.config, "js_strict", True)
         self._domain_prefix_len = 0
-        self.consumers = ConsumerApi(js, self)
+        self._consumers: ConsumerApi | None = None
         #: Connection -> estimated RTT for audits until a PONG measured the real one.
         self._rtt_estimates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: The requester of the request being handled.
         self._origin: Any = None
+
+    @property
+    def consumers(self) -> "ConsumerApi":
+        """The CONSUMER.* endpoints (made, and the consumer modules imported, on first use)."""
+        if self._consumers is None:
+            from minijs.jetstream.consumer_api import ConsumerApi
+
+            self._consumers = ConsumerApi(self.js, self)
+        return self._consumers
 
     def start(self) -> None:
         self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,

@@ -312,10 +312,31 @@ class StreamConfig:
     metadata: dict[str, str] | None = None
 
     def copy(self) -> "StreamConfig":
-        return copy.deepcopy(self)
+        return clone_config(self)
 
 
 _CONFIG_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(StreamConfig))
+
+_SCALARS = frozenset((str, int, float, bool, type(None), bytes))
+
+
+def _clone(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {k: _clone(v) for k, v in value.items()}
+    if kind is list:
+        return [_clone(v) for v in value]
+    return copy.deepcopy(value)
+
+
+def clone_config(cfg: Any) -> Any:
+    """A deep copy of a config dataclass (what ``copy.deepcopy`` gives, without its generic
+    machinery: the values are JSON-shaped, so dicts and lists are rebuilt, scalars shared)."""
+    new = object.__new__(type(cfg))
+    new.__dict__.update({k: _clone(v) for k, v in cfg.__dict__.items()})
+    return new
 
 
 def _norm_struct(d: dict | None, names: tuple[str, ...], zeros: dict[str, Any]) -> dict:

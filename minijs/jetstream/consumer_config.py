@@ -47,7 +47,6 @@ Pure module: no I/O, stdlib only.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 import secrets
@@ -68,6 +67,7 @@ from minijs.jetstream.configs import (
     SERVER_VERSION,
     VERSION_KEY,
     StreamConfig,
+    clone_config,
     is_valid_asset_name,
     static_metadata,
 )
@@ -305,7 +305,7 @@ class ConsumerConfig:
     priority_timeout: int = 0
 
     def copy(self) -> ConsumerConfig:
-        return copy.deepcopy(self)
+        return clone_config(self)
 
 
 _CONFIG_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(ConsumerConfig))

@@ -16,56 +16,26 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.config import AccountLimits, JetStreamLimitOpts
-from minijs.jetstream import errors as E
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
-from minijs.jetstream.configs import StreamConfig, stream_config_from_dict
-from minijs.jetstream.consumer import recover_consumers
-from minijs.jetstream.replication import Replicator
-from minijs.jetstream.store import open_store, stream_store_path
-from minijs.jetstream.stream import Stream
+from minijs.jetstream.store import stream_store_path
+from minijs.jetstream.storedir import StoreDirError, check_store_dir
+
+if TYPE_CHECKING:  # imported when the first stream is created or recovered (a fast start)
+    from minijs.jetstream.configs import StreamConfig
+    from minijs.jetstream.replication import Replicator
+    from minijs.jetstream.stream import Stream
+
+__all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 
 #: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
 #: commits survive a killed process without an fsync, so minijs syncs on the same period.
 SYNC_INTERVAL = 120.0
-
-
-class StoreDirError(Exception):
-    """The store directory cannot be used; the text is nats-server's reason."""
-
-
-def check_store_dir(store_dir: str) -> None:
-    """nats-server's checks of ``<store_dir>/jetstream`` before JetStream starts: created if
-    missing, else it must be a writable directory. Raises :class:`StoreDirError`."""
-    path = os.path.join(store_dir, "jetstream")
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        try:
-            os.makedirs(path, mode=0o750, exist_ok=True)
-        except OSError as exc:
-            where = exc.filename or path
-            reason = (exc.strerror or str(exc))
-            raise StoreDirError(f"could not create storage directory - mkdir {where}: "
-                                f"{reason[:1].lower()}{reason[1:]}") from None
-        return
-    except OSError:
-        raise StoreDirError("storage directory is not a directory") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise StoreDirError("storage directory is not a directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix="_test_", dir=path)
-    except OSError:
-        raise StoreDirError("storage directory is not writable") from None
-    os.close(fd)
-    os.remove(probe)
 
 
 class JetStream:
@@ -89,7 +59,7 @@ class JetStream:
         self._flush_scheduled = False
         self._sync_timer: Any = None
         self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
-        self.replicator = Replicator(self)
+        self._replicator: Replicator | None = None
         self.started = False
         self._server_limits: tuple[int, int] | None = None
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
@@ -102,6 +72,19 @@ class JetStream:
         #: The account this engine serves, as log lines name it.
         self.account_name = "$G"
         self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
+
+    @property
+    def replicator(self) -> "Replicator":
+        """Mirrors' and sources' links (made, and its module imported, on first use)."""
+        if self._replicator is None:
+            from minijs.jetstream.replication import Replicator
+
+            self._replicator = Replicator(self)
+        return self._replicator
+
+    def _stop_links(self) -> None:
+        if self._replicator is not None:
+            self._replicator.stop_all()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -131,7 +114,7 @@ class JetStream:
         temporary directory of file streams is removed unless ``keep_files`` (a restart); its
         stores are then released without the final disk sync, since nothing will read them."""
         self._cancel_sync()
-        self.replicator.stop_all()
+        self._stop_links()
         discard = self._temp_dir is not None and not keep_files and not self.store_dir
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
@@ -151,7 +134,7 @@ class JetStream:
         files stay as they are (a simulated crash)."""
         self._cancel_sync()
         self._dirty.clear()
-        self.replicator.stop_all()
+        self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.stop()
@@ -166,7 +149,7 @@ class JetStream:
         without advisories: the empty engine of a fresh start."""
         self._cancel_sync()
         self._dirty.clear()
-        self.replicator.stop_all()
+        self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
                 consumer.delete()
@@ -224,6 +207,12 @@ class JetStream:
         root = self._streams_dir()
         if not root.is_dir():
             return
+        from minijs.jetstream import jsonfmt as J
+        from minijs.jetstream.configs import stream_config_from_dict
+        from minijs.jetstream.consumer import recover_consumers
+        from minijs.jetstream.store import open_store
+        from minijs.jetstream.stream import Stream
+
         for path in sorted(root.iterdir()):
             if not path.is_dir():
                 continue
@@ -250,6 +239,9 @@ class JetStream:
     # ------------------------------------------------------------------ streams
 
     def create_stream(self, cfg: StreamConfig) -> Stream:
+        from minijs.jetstream.store import open_store
+        from minijs.jetstream.stream import Stream
+
         if cfg.storage == "file":
             path = self._streams_dir() / cfg.name
             if path.exists():
@@ -388,6 +380,8 @@ class JetStream:
 
     def check_stream_count(self, name: str) -> None:
         """400/10027 when a new stream would pass the account's ``max_streams``."""
+        from minijs.jetstream import errors as E
+
         max_streams = self.account_limits.max_streams
         if max_streams > 0 and name not in self.streams and len(self.streams) >= max_streams:
             raise E.maximum_streams_limit()
@@ -395,6 +389,8 @@ class JetStream:
     def check_max_bytes_limits(self, cfg: StreamConfig) -> None:
         """checkStreamCfg's account part: 400/10113 without ``max_bytes`` when the account
         requires it, 400/10122 above its ``memory_``/``storage_max_stream_bytes``."""
+        from minijs.jetstream import errors as E
+
         acc = self.account_limits
         limit = (acc.memory_max_stream_bytes if cfg.storage == "memory"
                  else acc.storage_max_stream_bytes)
@@ -408,6 +404,8 @@ class JetStream:
         (400/10026), then ``checkBytesLimits``: a new stream adds its ``max_bytes`` (1 without
         one), an update the growth of it, to what the other streams reserve; more than the
         account, then the server, allows is 500/10028 (memory) or 500/10047 (file)."""
+        from minijs.jetstream import errors as E
+
         acc = self.account_limits
         if 0 < acc.max_consumers < cfg.max_consumers:
             raise E.maximum_consumers_limit()
@@ -442,6 +440,8 @@ class JetStream:
         if (mem > max_mem) if storage == "memory" else (sto > max_sto):
             self.log_limit("server", f"JetStream {storage} resource limits exceeded for server",
                             error=True)
+            from minijs.jetstream import errors as E
+
             raise E.insufficient_resources()
 
     def check_account_room(self, storage: str, size: int) -> None:
@@ -455,6 +455,8 @@ class JetStream:
         if (mem if storage == "memory" else sto) + size > limit:
             self.log_limit("account", f"JetStream {storage} resource limits exceeded for "
                             f'account: "{self.account_name}"', error=False)
+            from minijs.jetstream import errors as E
+
             raise E.account_resources_exceeded()
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:
@@ -479,7 +481,8 @@ class JetStream:
 
     def num_consumers(self) -> int:
         """Consumers of all streams, with the internal ones mirrors and sources use."""
-        return sum(len(s.consumers) for s in self.streams.values()) + self.replicator.num_consumers()
+        links = self._replicator.num_consumers() if self._replicator is not None else 0
+        return sum(len(s.consumers) for s in self.streams.values()) + links
 
     def account_info(self) -> dict:
         mem, sto = self.usage()

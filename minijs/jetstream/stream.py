@@ -227,9 +227,12 @@ class Stream:
         self.save_config()
 
     def save_config(self) -> None:
-        """Persist config and creation time in the store's metadata (file streams recover them)."""
-        doc = {"config": to_json_dict(self.config, dynamic_metadata=False), "created": self.created}
-        self.store.put_meta("stream", J.dumps(doc))
+        """Persist config and creation time in the store's metadata (file streams recover them;
+        a memory stream is never recovered, so it skips the encoding)."""
+        if self.store.storage == "file":
+            doc = {"config": to_json_dict(self.config, dynamic_metadata=False),
+                   "created": self.created}
+            self.store.put_meta("stream", J.dumps(doc))
         self.engine.mark_dirty(self)
 
     def stop(self) -> None:

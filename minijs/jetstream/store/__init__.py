@@ -7,22 +7,56 @@ import os
 from pathlib import Path
 from typing import Any
 
-from minijs.jetstream.store.base import (
-    IndexedStore,
-    SequenceMismatchError,
-    Store,
-    StoreClosedError,
-    StoredMessage,
-    StoreError,
-    StreamState,
-    TooManyResultsError,
-    file_msg_size,
-    memory_msg_size,
-    subject_has_wildcard,
-    subject_matches,
-)
-from minijs.jetstream.store.lmdbstore import LmdbStore
-from minijs.jetstream.store.memory import MemoryStore
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minijs.jetstream.store.base import (
+        IndexedStore,
+        SequenceMismatchError,
+        Store,
+        StoreClosedError,
+        StoredMessage,
+        StoreError,
+        StreamState,
+        TooManyResultsError,
+        file_msg_size,
+        memory_msg_size,
+        subject_has_wildcard,
+        subject_matches,
+    )
+    from minijs.jetstream.store.lmdbstore import LmdbStore
+    from minijs.jetstream.store.memory import MemoryStore
+
+#: Names imported from their module on first use (PEP 562), so a server with no stream yet
+#: pays for neither the stores nor lmdb, msgpack and sortedcontainers.
+_LAZY = {
+    "IndexedStore": "base",
+    "SequenceMismatchError": "base",
+    "Store": "base",
+    "StoreClosedError": "base",
+    "StoredMessage": "base",
+    "StoreError": "base",
+    "StreamState": "base",
+    "TooManyResultsError": "base",
+    "file_msg_size": "base",
+    "memory_msg_size": "base",
+    "subject_has_wildcard": "base",
+    "subject_matches": "base",
+    "LmdbStore": "lmdbstore",
+    "MemoryStore": "memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "IndexedStore",
@@ -53,9 +87,13 @@ def open_store(storage: str, path: str | os.PathLike[str] | None = None, **kwarg
     """``"memory"`` → :class:`MemoryStore`; ``"file"`` → :class:`LmdbStore` at ``path``
     (created, or recovered if it exists; ``kwargs``: ``map_size``, ``sync``)."""
     if storage == "memory":
+        from minijs.jetstream.store.memory import MemoryStore
+
         return MemoryStore()
     if storage == "file":
         if path is None:
             raise ValueError("file storage needs a path")
+        from minijs.jetstream.store.lmdbstore import LmdbStore
+
         return LmdbStore(path, **kwargs)
     raise ValueError(f"unknown storage {storage!r}")

@@ -1,0 +1,81 @@
+"""A server imports only what its configuration needs, when it needs it: a JetStream server
+that was only started has not imported the API, the streams, the consumers or the stores
+(lmdb, msgpack, sortedcontainers); its first API request brings them in and is answered as
+usual. Each case runs in a fresh interpreter, so what this test process imported does not
+count. (Startup time itself is measured by scripts/bench_startup.py, never asserted.)"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+DEFERRED = ("minijs.jetstream.api", "minijs.jetstream.consumer_api", "minijs.jetstream.stream",
+            "minijs.jetstream.consumer", "minijs.jetstream.configs", "minijs.jetstream.errors",
+            "minijs.jetstream.replication", "minijs.jetstream.store.memory",
+            "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",
+            "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers")
+
+
+def _run(code: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_started_jetstream_server_defers_the_api_and_stores():
+    out = _run(f"""
+        import asyncio, json, sys, tempfile
+        from minijs import Server
+
+        async def main():
+            with tempfile.TemporaryDirectory() as store:
+                server = Server(port=0, jetstream=True, store_dir=store)
+                await server.start()
+                loaded = [m for m in {DEFERRED!r} if m in sys.modules]
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                info = await reader.readline()
+                body = json.dumps({{"name": "S", "storage": "file"}}).encode()
+                writer.write(b'CONNECT {{"verbose":false}}\\r\\nSUB r 1\\r\\n'
+                             + b'PUB $JS.API.STREAM.CREATE.S r %d\\r\\n' % len(body)
+                             + body + b'\\r\\nPING\\r\\n')
+                await writer.drain()
+                while True:
+                    line = await reader.readline()
+                    if line.startswith(b"MSG "):
+                        body = json.loads(await reader.readline())
+                        break
+                writer.close()
+                await server.stop()
+                print(json.dumps({{"before": loaded, "info": info[:5].decode(),
+                                  "created": body["config"]["name"],
+                                  "after": [m for m in ("minijs.jetstream.api", "lmdb")
+                                            if m in sys.modules]}}))
+
+        asyncio.run(main())
+    """)
+    import json
+
+    result = json.loads(out)
+    assert result["before"] == []
+    assert result["info"] == "INFO "
+    assert result["created"] == "S"
+    assert result["after"] == ["minijs.jetstream.api", "lmdb"]
+
+
+def test_version_and_help_do_not_import_the_server():
+    out = _run("""
+        import contextlib, io, sys
+        from minijs.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["-v"]) == 0
+            assert main(["-h"]) == 0
+        print(sorted(m for m in ("asyncio", "minijs.server", "minijs.core.router")
+                     if m in sys.modules))
+    """)
+    assert out.strip() == "[]"
