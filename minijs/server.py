@@ -183,7 +183,8 @@ class Server(Router):
         if engine.domain:
             self._jetstream_api_for(engine).start()
         else:
-            self._api_door = self.subscribe_internal(b"$JS.API.>", self._on_api_request)
+            self._api_door = self.subscribe_internal(b"$JS.API.>", self._on_api_request,
+                                                     on_traced=self._on_traced_api_request)
 
     def _jetstream_api_for(self, engine: Any) -> "JetStreamApi":
         from minijs.jetstream.api import JetStreamApi
@@ -191,14 +192,25 @@ class Server(Router):
         self.jetstream_api = JetStreamApi(engine)
         return self.jetstream_api
 
+    def _api(self) -> "JetStreamApi | None":
+        api = self.jetstream_api
+        if api is None and self.jetstream is not None:
+            api = self._jetstream_api_for(self.jetstream)
+        return api
+
     def _on_api_request(self, sub: Any, subject: bytes, reply: bytes | None,
                         hdr: bytes | None, payload: bytes, origin: Any) -> None:
-        api = self.jetstream_api
+        api = self._api()
+        if api is not None:
+            api._on_request(sub, subject, reply, hdr, payload, origin)
+
+    def _on_traced_api_request(self, sub: Any, trace: Any, subject: bytes, reply: bytes | None,
+                               hdr: bytes | None, payload: bytes, origin: Any) -> bool:
+        """A traced API request reaches the API's own tracing handler (the ``si`` event)."""
+        api = self._api()
         if api is None:
-            if self.jetstream is None:
-                return
-            api = self._jetstream_api_for(self.jetstream)
-        api._on_request(sub, subject, reply, hdr, payload, origin)
+            return False
+        return api._on_traced_request(sub, trace, subject, reply, hdr, payload, origin)
 
     def _stop_jetstream(self, *, keep_files: bool = False, crash: bool = False) -> str | None:
         """Waiting pulls hear of the shutdown, the API stops answering, then the engine closes

@@ -432,6 +432,8 @@ class Stream:
         if hdr and len(hdr) > MAX_HEADER_SIZE:
             raise E.stream_header_exceeds_maximum()
         seq = self.store_checked(subject, hdr, data, ttl, msg_id, rollup)
+        if seq is None:  # traced with Nats-Trace-Only: checked, not stored, not acknowledged
+            return None
         if cfg.allow_msg_counter:
             return self._ack_prefix + b"%d" % seq + C.ack_suffix(data)
         return self._ack_prefix + b"%d}" % seq
@@ -442,10 +444,11 @@ class Stream:
         return C.Total.load((sm.hdr, sm.data) if sm is not None else None)
 
     def store_checked(self, subject: str, hdr: bytes | None, data: bytes, ttl: int,
-                      msg_id: str, rollup: str, check_discard: bool = True) -> int:
+                      msg_id: str, rollup: str, check_discard: bool = True) -> int | None:
         """Store a published message that passed its checks (the tail of nats-server's
         ``processJetStreamMsg``): interest skip, discard policy, dedup record, rollup, limits,
-        expiry, republish, consumer signal. Returns the sequence."""
+        expiry, republish, consumer signal. Returns the sequence (None for a trace-only
+        message, which is not stored)."""
         cfg = self.config
         store = self.store
         engine = self.engine
