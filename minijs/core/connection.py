@@ -558,7 +558,8 @@ class Connection(asyncio.Protocol):
                 server.send_trace(trace)
             return
         perms = self.perms
-        if perms is not None and perms.checks_publish and not perms.can_publish(subject):
+        if (perms is not None and perms.checks_publish
+                and perms.pub_cache.get(subject) is not True and not perms.can_publish(subject)):
             self.in_msgs += 1
             text = f"Permissions Violation for Publish to {wire.quote(subject)}"
             self._violation(text, f"Publish Violation - Subject {wire.quote(subject)}")
