@@ -313,3 +313,40 @@ def test_js_fast_batch_file_stream(target: str, spawn: SpawnFn, tmp_path: Path) 
     assert replies(js, send(js, f"{p}.a", "o", 2, COMMIT, b"5"), 1) == [
         error(name, 400, 10208, "batch publish ID unknown")]
     js.close()
+
+
+def test_js_fast_batch_too_many_inflight(target: str, js: JsClient, stream_name: str) -> None:
+    """At most 1000 fast batches are open on a stream; the next one is refused with
+    429/10211 and nothing of it is stored; a committed batch makes room."""
+    p = stream_name.lower()
+    js.create(stream_name, storage="memory", subjects=[f"{p}.>"], allow_batched=True)
+    for i in range(1000):
+        send(js, f"{p}.a", f"b{i}", 1, START)
+    assert replies(js, send(js, f"{p}.a", "extra", 1, START), 1) == [
+        error(stream_name, 429, 10211, "batch publish too many inflight")]
+    assert js.state(stream_name)["messages"] == 1000
+    assert replies(js, send(js, f"{p}.a", "b0", 2, COMMIT), 1) == [
+        ack(stream_name, 1001, "b0", 2)]
+    assert replies(js, send(js, f"{p}.a", "extra", 1, COMMIT), 1) == [
+        ack(stream_name, 1002, "extra", 1)]
+
+
+def test_js_fast_batch_traced(target: str, js: JsClient, stream_name: str) -> None:
+    """A traced fast batch message reports its storage, or its refusal with nats-server's
+    error text, in the trace's JetStream event."""
+    p = stream_name.lower()
+    js.create(stream_name, storage="memory", subjects=[f"{p}.>"], allow_batched=True)
+    dest = f"{js.inbox}.trace"
+    assert replies(js, send(js, f"{p}.a", "t", 1, START, hdr=H(("Nats-Trace-Dest", dest))),
+                   1) == [flow(0, 10)]
+    events = js.next_msg(dest).json()["events"]
+    assert [e["type"] for e in events] == ["in", "js"]
+    assert {k: events[1][k] for k in ("stream", "subject")} == {"stream": stream_name,
+                                                                "subject": f"{p}.a"}
+    hdr = H(("Nats-Trace-Dest", dest), ("Nats-Expected-Last-Sequence", "7"))
+    assert replies(js, send(js, f"{p}.a", "t", 2, APPEND, hdr=hdr), 2) == [
+        flow_err(2, 400, 10071, "wrong last sequence: 1"), ack(stream_name, 1, "t", 1)]
+    events = js.next_msg(dest).json()["events"]
+    assert [e["type"] for e in events] == ["in", "js"]
+    assert events[1]["error"] == "last sequence mismatch: 7 vs 1"
+    assert js.state(stream_name)["messages"] == 1

@@ -34,6 +34,7 @@ from typing import Any
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream import tracing
 from minijs.jetstream.batch import BATCH_TIMEOUT, MAX_BATCH_ID, _api_level_too_high
 from minijs.protocol.gostrings import go_quote
 
@@ -180,7 +181,12 @@ class FastBatches:
         name = stream.name
         out: list = []
 
+        def traced(err: E.ApiError) -> None:
+            if stream._trace is not None:  # a traced message (Nats-Trace-Dest) was refused
+                stream._trace.jetstream_error(tracing.error_text(err, hdr))
+
         def refuse(err: E.ApiError) -> list:
+            traced(err)
             out.append((_error_body(name, err), True))
             return out
 
@@ -268,8 +274,10 @@ class FastBatches:
                 stream.engine.log.error(f"JetStream stream '{name}' store failed: {exc!r}")
                 err = E.stream_store_failed(str(exc))
             if not b.gap_ok and b.lseq == 1:
+
                 self._drop(b)
                 return refuse(err)
+            traced(err)
             out.append((b'{"type":"err","seq":%d,"error":' % p.seq + J.dumps(err.to_json())
                         + b"}", False))
             if b.gap_ok and not commit:
