@@ -350,3 +350,23 @@ def test_js_fast_batch_traced(target: str, js: JsClient, stream_name: str) -> No
     assert [e["type"] for e in events] == ["in", "js"]
     assert events[1]["error"] == "last sequence mismatch: 7 vs 1"
     assert js.state(stream_name)["messages"] == 1
+
+
+def test_js_fast_batch_no_ack_stream(target: str, js: JsClient, stream_name: str) -> None:
+    """On a ``no_ack`` stream only the first message's flow settings and the refusals of the
+    batch path stay unanswered: flow acks, gaps, the commit ack and a refused first message
+    of a ``fail`` batch are still sent."""
+    p = stream_name.lower()
+    js.create(stream_name, storage="memory", subjects=[f"{p}.>"], allow_batched=True,
+              no_ack=True)
+    assert replies(js, send(js, f"{p}.a", "a", 1, START, flow=1), 1) == [flow(1, 1)]
+    assert replies(js, send(js, f"{p}.a", "a", 2, APPEND, flow=1), 1) == [flow(2, 1)]
+    assert replies(js, send(js, f"{p}.a", "a", 4, APPEND, flow=1), 2) == [
+        gap(3, 4), ack(stream_name, 2, "a", 2)]
+    hdr = H(("Nats-Expected-Last-Sequence", "9"))
+    assert replies(js, send(js, f"{p}.a", "b", 1, START, hdr=hdr), 1) == [
+        error(stream_name, 400, 10071, "wrong last sequence: 2")]
+    send(js, f"{p}.a", "c", 2, APPEND)  # unknown batch: no reply on a no_ack stream
+    send(js, f"{p}.a", "d", 1, START)
+    assert replies(js, send(js, f"{p}.a", "d", 2, COMMIT), 1) == [ack(stream_name, 4, "d", 2)]
+    no_other_replies(js)

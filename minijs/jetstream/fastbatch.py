@@ -113,8 +113,10 @@ def _error_body(stream: str, err: E.ApiError) -> bytes:
 
 class FastBatches:
     """The fast batches in flight on one stream. ``process`` returns the replies to send, in
-    order, as ``(payload, respects_no_ack)``: nats-server sends the flow-control acks of the
-    first message and plain errors only when the stream acks, everything else always."""
+    order, as ``(payload, respects_no_ack)``: nats-server sends the first message's flow
+    settings and the batch path's own refusals (sealed, size, disabled, pattern, id, unknown,
+    too many inflight, API level) only when the stream acks (not ``no_ack``), everything else
+    (flow acks, gaps, ``err`` replies, a refused first message, the commit ack) always."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
@@ -273,10 +275,11 @@ class FastBatches:
             else:  # a bug or a store failure: the publisher hears about it, the server lives
                 stream.engine.log.error(f"JetStream stream '{name}' store failed: {exc!r}")
                 err = E.stream_store_failed(str(exc))
-            if not b.gap_ok and b.lseq == 1:
-
+            if not b.gap_ok and b.lseq == 1:  # answered as a plain publish, even no_ack
                 self._drop(b)
-                return refuse(err)
+                traced(err)
+                out.append((_error_body(name, err), False))
+                return out
             traced(err)
             out.append((b'{"type":"err","seq":%d,"error":' % p.seq + J.dumps(err.to_json())
                         + b"}", False))
