@@ -615,3 +615,14 @@ def test_natsjs_priority_groups(target: str, natsjs: ScenarioFn) -> None:
         "bad_group": bad_request("bad request - invalid priority group"),
         "ovf_low": pulled(1, 2, pin=False),
     }
+
+
+def test_natsjs_fast_ingest(target: str, natsjs: ScenarioFn) -> None:
+    """startFastIngest (allow_batched): 25 messages paced by the server's flow acks and
+    committed with last(), a batch ended with end(); the BatchAck of each."""
+    assert natsjs("fast_ingest.mjs") == {
+        "last": {"stream": "<stream>", "seq": 25, "batch": True, "count": 25},
+        "end": {"stream": "<stream>", "seq": 27, "batch": True, "count": 2},
+        "state": {"messages": 27, "last_seq": 27, "num_subjects": 3},
+        "last_b": {"seq": 25, "data": "m25"},
+    }

@@ -139,7 +139,7 @@ def test_req_level_and_forced_flags(body, level, forced):
 
 
 def test_required_api_level_for_unsupported_features():
-    # observed: counters/atomic/schedules → "2", allow_batched → "4" (minijs rejects these)
+    # observed: counters/atomic/schedules → "2", allow_batched → "4"
     assert C.required_api_level(C.StreamConfig(name="S", allow_msg_counter=True)) == 2
     assert C.required_api_level(C.StreamConfig(name="S", allow_atomic=True)) == 2
     assert C.required_api_level(C.StreamConfig(name="S", allow_msg_schedules=True)) == 2
@@ -292,7 +292,6 @@ def test_validation_accepts_boundaries():
          "mirrors and sources of another JetStream domain or account (external)"),
         (b'{"name":"O11","sources":[{"name":"O1","consumer":{"name":"C","deliver_subject":"d"}}]}',
          "durable sourcing consumers (consumer)"),
-        (b'{"name":"O6","allow_batched":true}', "fast batch publishing (allow_batched)"),
     ],
 )
 def test_unsupported_options_are_rejected(body, feature):
@@ -303,7 +302,7 @@ def test_unsupported_options_are_rejected(body, feature):
 def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
-    assert set(C.UNSUPPORTED_FIELDS) == {"allow_batched"}
+    assert set(C.UNSUPPORTED_FIELDS) == set()
     assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external", "consumer"}
 
 

@@ -689,9 +689,7 @@ def _transform_creatable(src: str, dest: str) -> bool:
 # Unsupported options
 # --------------------------------------------------------------------------------------------
 
-UNSUPPORTED_FIELDS: dict[str, str] = {
-    "allow_batched": "fast batch publishing (allow_batched)",
-}
+UNSUPPORTED_FIELDS: dict[str, str] = {}
 """StreamConfig options nats-server 2.15.1 accepts but minijs does not implement, with the
 wording used in the error. Only a *set* option is rejected (``null``/``false``/``[]`` are
 fine), so configs echoed back by clients keep working."""

@@ -158,6 +158,8 @@ class Stream:
         self._ack_prefix = b""
         #: Atomic batches being staged (``batch.AtomicBatches``), made on the first batch.
         self.batches: Any = None
+        #: Fast batches in flight (``fastbatch.FastBatches``), made on the first ``.$FI`` reply.
+        self.fast_batches: Any = None
         #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``),
         #: woken once new messages are committed.
         self.followers: list[Any] = []
@@ -181,6 +183,8 @@ class Stream:
             from minijs.jetstream.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
+        if not cfg.allow_batched and getattr(self, "fast_batches", None) is not None:
+            self.fast_batches.stop()
         if cfg.allow_msg_schedules and self.schedules is None:
             self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
@@ -238,6 +242,8 @@ class Stream:
     def stop(self) -> None:
         if self.batches is not None:
             self.batches.stop()
+        if self.fast_batches is not None:
+            self.fast_batches.stop()
         for sub in self._subs:
             self.server.unsubscribe_internal(sub)
         self._subs = []
@@ -301,6 +307,17 @@ class Stream:
                           + (len(reply) if reply else 0)) > limit:
             self._ingest_refused(reply)
             return
+        if reply and reply.endswith(b".$FI"):  # fast batch publishing, see fastbatch.py
+            if self.fast_batches is None:
+                from minijs.jetstream.fastbatch import FastBatches
+                self.fast_batches = FastBatches(self)
+            for body, if_acked in self.fast_batches.process(
+                    subject.decode("utf-8", "replace"), reply.decode("utf-8", "replace"),
+                    hdr, payload):
+                if not (if_acked and self.config.no_ack):
+                    self._send_ack(reply, body)
+            self._after_publish()
+            return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
         except Exception as exc:
@@ -317,14 +334,21 @@ class Stream:
                 self.server.publish(reply, None, None, body)
             return
         if ack is not None and reply and not self.config.no_ack:
-            if self.store.pending_writes:
-                self._pending_acks.append((reply, ack))
-                if len(self._pending_acks) >= ACK_GROUP:
-                    self.flush()  # commit part of a long burst now so its acks can go out
-                else:
-                    self.engine.mark_dirty(self)
+            self._send_ack(reply, ack)
+        self._after_publish()
+
+    def _send_ack(self, reply: bytes, ack: bytes) -> None:
+        """Answer a publish now, or after the commit of the writes it made (file streams)."""
+        if self.store.pending_writes:
+            self._pending_acks.append((reply, ack))
+            if len(self._pending_acks) >= ACK_GROUP:
+                self.flush()  # commit part of a long burst now so its acks can go out
             else:
-                self.server.publish(reply, None, None, ack)
+                self.engine.mark_dirty(self)
+        else:
+            self.server.publish(reply, None, None, ack)
+
+    def _after_publish(self) -> None:
         if self._signals:
             if self.store.pending_writes:
                 self.engine.mark_dirty(self)  # announced by flush(), after the commit
@@ -346,15 +370,16 @@ class Stream:
             self.server.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n", body)
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
-                reply: bytes | None = None) -> bytes | None:
-        """Store one published message; return the pub ack payload (or raise ``ApiError``)."""
+                reply: bytes | None = None, fast_batch: bool = False) -> bytes | None:
+        """Store one published message; return the pub ack payload (or raise ``ApiError``).
+        A message of a fast batch (``fast_batch``) never takes the atomic batch path."""
         cfg = self.config
         store = self.store
         if self._transform is not None:
             subject = self._transform.apply(subject) or subject
         if cfg.sealed:
             raise E.stream_sealed()
-        if hdr and H.BATCH_ID.encode() in hdr:
+        if hdr and not fast_batch and H.BATCH_ID.encode() in hdr:
             batch_id = H.parse(H.strip_status(hdr)).get(H.BATCH_ID)
             if batch_id:
                 # A batch message goes down nats-server's batch path: size first, then the
