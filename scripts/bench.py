@@ -111,10 +111,20 @@ class ServerProc:
         self.store.cleanup()
 
 
-def spawn(name: str, cmd: list[str]) -> ServerProc:
-    """Start ``cmd`` with JetStream on a random loopback port; wait for ``Server is ready``."""
+def spawn(name: str, cmd: list[str], *, config_text: str | None = None,
+          jetstream: bool = True) -> ServerProc:
+    """Start ``cmd`` on a random loopback port (with ``-c`` and a config file written from
+    ``config_text`` when given, with JetStream on a private store unless ``jetstream`` is
+    False); wait for ``Server is ready``."""
     store = tempfile.TemporaryDirectory(prefix=f"bench-js-{name}-")
-    argv = cmd + ["-js", "-sd", store.name, "-a", "127.0.0.1", "-p", "-1"]
+    argv = list(cmd)
+    if config_text is not None:
+        conf = Path(store.name) / "server.conf"
+        conf.write_text(config_text)
+        argv += ["-c", str(conf)]
+    if jetstream:
+        argv += ["-js", "-sd", store.name]
+    argv += ["-a", "127.0.0.1", "-p", "-1"]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     try:

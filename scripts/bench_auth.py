@@ -31,10 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -52,7 +49,7 @@ ACCOUNTS = ("A", "B", "C")
 CONFIGS = ("plain", "permissions")
 
 sys.path.insert(0, str(HERE))
-from bench import _LISTEN, START_TIMEOUT, ServerProc, find_nats_server  # noqa: E402
+from bench import find_nats_server, spawn  # noqa: E402
 from bench_native import (BuildError, Result, Scenario, build_loadgen,  # noqa: E402
                           markdown_table, median_result, run_loadgen)
 
@@ -181,46 +178,6 @@ def client_url(url: str, config: str) -> str:
 # --------------------------------------------------------------------------- servers
 
 
-def spawn_config(name: str, cmd: list[str], config_text: str, jetstream: bool) -> ServerProc:
-    """Start ``cmd -c <config>`` on a random loopback port (with ``-js -sd`` when asked)."""
-    store = tempfile.TemporaryDirectory(prefix=f"bench-auth-{name}-")
-    conf = Path(store.name) / "server.conf"
-    conf.write_text(config_text)
-    argv = cmd + ["-c", str(conf), "-a", "127.0.0.1", "-p", "-1"]
-    if jetstream:
-        argv += ["-js", "-sd", str(Path(store.name) / "js")]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, cwd=store.name, env=env)
-    except OSError as e:
-        store.cleanup()
-        raise RuntimeError(f"cannot run {argv[0]}: {e}") from e
-    server = ServerProc(name, proc, store)
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if not ready.is_set():
-                server.log.append(line)
-                m = _LISTEN.search(line)
-                if m:
-                    server.port = int(m.group(2))
-                if "Server is ready" in line:
-                    ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, name=f"{name}-stderr", daemon=True).start()
-    ready.wait(START_TIMEOUT)
-    if not server.port or not server.alive():
-        server.stop()
-        tail = "".join(server.log[-5:]).strip()
-        raise RuntimeError(f"{name} did not start ({' '.join(argv)}): {tail or 'no output'}")
-    return server
-
-
 def server_commands(args: argparse.Namespace) -> dict[str, list[str]]:
     commands = {"minijs": [sys.executable, "-m", "minijs"]}
     if (exe := find_nats_server()):
@@ -232,7 +189,7 @@ def run_one(exe: Path, cmd: list[str], target: str, sc: AuthScenario, config: st
             args: argparse.Namespace) -> Result:
     text = render_config(config, args.rules, sc.jetstream)
     try:
-        server = spawn_config(target, cmd, text, sc.jetstream)
+        server = spawn(target, cmd, config_text=text, jetstream=sc.jetstream)
     except RuntimeError as e:
         return Result(error=str(e)[-200:])
     try:
