@@ -70,6 +70,7 @@ from typing import Any
 
 from minijs.jetstream import consumer_config as C
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.headers import parse_go_duration
 
 
 class AckTracking:
@@ -308,8 +309,6 @@ class AckTracking:
                 except Exception:
                     delay = 0
             else:
-                from minijs.jetstream.headers import parse_go_duration
-
                 delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
         if delay > 0:
             p[1] = self.clock.time_ns() + delay

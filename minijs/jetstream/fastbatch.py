@@ -270,11 +270,7 @@ class FastBatches:
         try:
             ack = stream.process(subject, hdr, data, fast_batch=True)
         except Exception as exc:
-            if isinstance(exc, E.ApiError):
-                err = exc
-            else:  # a bug or a store failure: the publisher hears about it, the server lives
-                stream.engine.log.error(f"JetStream stream '{name}' store failed: {exc!r}")
-                err = E.stream_store_failed(str(exc))
+            err = stream.publish_error(exc)
             if not b.gap_ok and b.lseq == 1:  # answered as a plain publish, even no_ack
                 self._drop(b)
                 traced(err)

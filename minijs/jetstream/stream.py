@@ -23,7 +23,6 @@ no followers pays one empty-list test per published message for this.
 """
 from __future__ import annotations
 
-import re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
@@ -32,7 +31,7 @@ from minijs.core.msgtrace import TRACE_DEST, TRACE_DEST_DISABLED
 from minijs.jetstream import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
-from minijs.jetstream.headers import parse_go_duration, parse_msg_ttl  # noqa: F401
+from minijs.jetstream.headers import parse_msg_ttl
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream import schedules as _schedules
 from minijs.jetstream import tracing
@@ -321,11 +320,7 @@ class Stream:
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
         except Exception as exc:
-            if isinstance(exc, E.ApiError):
-                err = exc
-            else:  # a bug or a store failure: the publisher hears about it, the server lives
-                self.engine.log.error(f"JetStream stream '{self.name}' store failed: {exc!r}")
-                err = E.stream_store_failed(str(exc))
+            err = self.publish_error(exc)
             if self._trace is not None:
                 self._trace.jetstream_error(tracing.error_text(err, hdr))
             if reply and not self.config.no_ack:
@@ -462,6 +457,14 @@ class Stream:
         if cfg.allow_msg_counter:
             return self._ack_prefix + b"%d" % seq + C.ack_suffix(data)
         return self._ack_prefix + b"%d}" % seq
+
+    def publish_error(self, exc: Exception) -> E.ApiError:
+        """What a publish that raised ``exc`` is answered with: its API error, or, for a bug
+        or a store failure (logged), 10077 — the publisher hears about it, the server lives."""
+        if isinstance(exc, E.ApiError):
+            return exc
+        self.engine.log.error(f"JetStream stream '{self.name}' store failed: {exc!r}")
+        return E.stream_store_failed(str(exc))
 
     def counter_total(self, subject: str) -> "C.Total":
         """The running total of a counter subject, from its last stored message."""
