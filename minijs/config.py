@@ -180,6 +180,8 @@ class ServerConfig:
     token: str | None = None
     users: tuple[User, ...] = ()  # authorization/account users (with permissions)
     accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    #: The accounts whose ``jetstream`` is enabled, with their limits (in config order).
+    account_jetstream: tuple[tuple[str, AccountLimits], ...] = ()
     #: Accounts' ``msg_trace``: (account, destination, sampling percent) for ``traceparent``.
     account_traces: tuple[tuple[str, str, int], ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes

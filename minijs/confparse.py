@@ -415,7 +415,7 @@ class _Mapper:
         self.changes: dict[str, Any] = {}
         self.no_auth_entry: Entry | None = None
         self.system_entry: Entry | None = None
-        self.account_js_entries: list[Entry] = []
+        self.account_js_entries: list[tuple[str, Entry]] = []
 
     def fail(self, where: Entry | Node, message: str) -> ConfigError:
         return ConfigError(message, self.path, where.line, where.col)
@@ -638,7 +638,7 @@ class _Mapper:
                 elif k == "default_permissions":
                     default = self.permissions(sub)
                 elif k == "jetstream":
-                    self.account_js_entries.append(sub)
+                    self.account_js_entries.append((acc.key, sub))
                 elif k in ("msg_trace", "trace_dest"):
                     self.account_msg_trace(sub, acc.key)
                 elif sub.used:
@@ -870,10 +870,13 @@ class _Mapper:
         system = c.get("system_account")
         if system and system != "$SYS" and system not in accounts:
             raise self.fail(self.system_entry, "system account not a valid account")
-        for e in self.account_js_entries:
-            raise self.fail(e, f'field "{e.key}" in an account is a nats-server setting that '
-                               "minijs does not support: JetStream per account is not "
-                               "implemented (JetStream runs in the global account only)")
+        enabled = []
+        for account, e in self.account_js_entries:
+            limits = self.account_jetstream(e)
+            if limits is not None:
+                enabled.append((account, limits))
+        if self.account_js_entries:
+            c["account_jetstream"] = tuple(enabled)
 
     def jetstream(self, e: Entry) -> None:
         c = self.changes
