@@ -121,3 +121,27 @@ def test_virtual_clock_reaches_account_streams():
         assert srv.stream("T").messages == 1
         srv.clock.advance(61)
         assert srv.stream("T", account="A").messages == 0
+
+
+async def test_readme_accounts_config_starts(tmp_path):
+    """The config shown under "JetStream in accounts" in the README works as described."""
+    from pathlib import Path
+
+    from minijs.confparse import parse_config
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    section = text.split("### JetStream in accounts", 1)[1]
+    block = section.split("```\n", 2)[1]
+    cfg = parse_config(block.replace("/var/lib/app", str(tmp_path)))
+    assert [a for a, _ in cfg.account_jetstream] == ["ORDERS", "BILLING"]
+    async with Server(cfg.with_overrides(port=0)) as srv:
+        guest = await nats.connect(srv.client_url)  # no_auth_user: guest (PUBLIC)
+        billing = await nats.connect(srv.client_url, user="billing", password="b")
+        try:
+            reply = await guest.request("$JS.API.INFO", b"")
+            assert json.loads(reply.data)["error"]["err_code"] == 10039
+            info = await billing.jetstream().account_info()
+            assert (info.limits.max_memory, info.limits.max_streams) == (64_000_000, 10)  # "64M" is 64 * 10**6, as nats-server reads it
+        finally:
+            await guest.close()
+            await billing.close()
