@@ -93,7 +93,7 @@ def test_parse_args():
 
 def test_print_config(capsys):
     assert ba.main(["--print-config", "jetstream", "--rules", "10"]) == 0
-    assert "authorization {" in capsys.readouterr().out
+    assert "jetstream: enabled" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("jetstream", [False, True])
