@@ -23,6 +23,7 @@ from minijs.config import (
     DEFAULT_PORT,
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
+    AccountConnLimits,
     AccountLimits,
     ConfigError,
     JetStreamLimitOpts,
@@ -641,9 +642,11 @@ class _Mapper:
                     self.account_js_entries.append((acc.key, sub))
                 elif k in ("msg_trace", "trace_dest"):
                     self.account_msg_trace(sub, acc.key)
+                elif k == "limits":
+                    self.account_conn_limits(sub, acc.key)
                 elif sub.used:
                     continue
-                elif k in ("imports", "exports", "mappings", "maps", "limits", "nkey"):
+                elif k in ("imports", "exports", "mappings", "maps", "nkey"):
                     raise self.fail(sub, f'field "{sub.key}" in account {acc.key!r} is a '
                                          "nats-server setting that minijs does not support")
                 else:
@@ -651,6 +654,32 @@ class _Mapper:
             if users is not None:
                 self.add_users(users, acc.key, default)
         self.changes["accounts"] = tuple(names)
+
+    def account_conn_limits(self, e: Entry, account: str) -> None:
+        """nats-server's ``parseAccountLimits``: ``limits { max_connections (max_conn),
+        max_subscriptions (max_subs), max_payload (max_pay), max_leafnodes (max_leafs) }``."""
+        n = e.node
+        if n.kind != "map":
+            raise self.fail(n, "Expected account limits to be a map/struct, got "
+                               f"{_describe(n)}")
+        names = {"max_connections": "max_connections", "max_conn": "max_connections",
+                 "max_subscriptions": "max_subscriptions", "max_subs": "max_subscriptions",
+                 "max_payload": "max_payload", "max_pay": "max_payload",
+                 "max_leafnodes": "max_leafnodes", "max_leafs": "max_leafnodes"}
+        values: dict[str, int] = {}
+        for sub in n.value.entries.values():
+            name = names.get(sub.key.lower())
+            if name is None:
+                if sub.used:
+                    continue
+                raise self.fail(sub, f'Unknown field "{sub.key}" parsing account limits')
+            if sub.node.kind != "int":
+                raise self.fail(sub, f'account limits: "{sub.key}" expects an integer, got '
+                                     f"{_describe(sub.node)}")
+            values[name] = sub.node.value
+        limits = dict(self.changes.get("account_limits", ()))
+        limits[account] = AccountConnLimits(**values)
+        self.changes["account_limits"] = tuple(limits.items())
 
     def account_msg_trace(self, e: Entry, account: str) -> None:
         """nats-server's ``parseAccountMsgTrace``: a destination, or ``{dest, sampling}``

@@ -53,6 +53,12 @@ def test_accounts_no_auth_user_and_system_account():
     assert (limits.max_memory, limits.max_streams, limits.max_storage) == (1000, 2, -1)  # 1K is 1000 in nats-server
     with pytest.raises(ConfigError, match="Expected 'enabled' or 'disabled'"):
         parse_config("accounts { A: { jetstream: maybe } }")
+    cfg = parse_config("accounts { A: { limits: { max_conn: 2, max_subscriptions: 3 } } }")
+    (name, conn_limits), = cfg.account_limits
+    assert (name, conn_limits.max_connections, conn_limits.max_subscriptions,
+            conn_limits.max_payload) == ("A", 2, 3, -1)
+    with pytest.raises(ConfigError, match='Unknown field "max_x" parsing account limits'):
+        parse_config("accounts { A: { limits: { max_x: 1 } } }")
 
 
 def test_include_is_relative_to_the_including_file(tmp_path):

@@ -81,6 +81,8 @@ class Router:
         for name in config.accounts:
             self.account_sublists[name] = WatchedSublist()
         self._users = {u.user: u for u in config.users}
+        #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
+        self.account_conn_limits: dict[str, Any] = dict(config.account_limits)
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
@@ -189,7 +191,9 @@ class Router:
         if config.auth_required and (connect_info or not config.no_auth_user):
             # With a no_auth_user, nats-server announces auth only once a client is in.
             fields["auth_required"] = True
-        fields["max_payload"] = config.max_payload
+        # After CONNECT, the client's own limit (its account's, when smaller).
+        fields["max_payload"] = (conn.parser.max_payload if connect_info and conn is not None
+                                 else config.max_payload)
         if self.jetstream_group is not None:
             fields["jetstream"] = True
         if conn is not None:
