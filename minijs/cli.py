@@ -247,11 +247,6 @@ def build_config(given: dict[str, Any]) -> Any:
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)
-    if config.jetstream and config.accounts:
-        from minijs.config import ConfigError
-        from minijs.server import JETSTREAM_ACCOUNTS_UNSUPPORTED
-
-        raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
     return config
 
 

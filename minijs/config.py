@@ -87,6 +87,17 @@ class User:
 
 
 @dataclass(frozen=True)
+class AccountConnLimits:
+    """An account's ``limits { max_connections max_subscriptions max_payload max_leafnodes }``
+    (nats-server's account limits of a config file); -1 is "no limit"."""
+
+    max_connections: int = -1
+    max_subscriptions: int = -1
+    max_payload: int = -1
+    max_leafnodes: int = -1
+
+
+@dataclass(frozen=True)
 class AccountLimits:
     """JetStream limits of one account (nats-server's ``JetStreamAccountLimits``); -1 and
     ``False`` are "no limit". The server-wide config leaves them unlimited for ``$G``;
@@ -180,6 +191,10 @@ class ServerConfig:
     token: str | None = None
     users: tuple[User, ...] = ()  # authorization/account users (with permissions)
     accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    #: The accounts whose ``jetstream`` is enabled, with their limits (in config order).
+    account_jetstream: tuple[tuple[str, AccountLimits], ...] = ()
+    #: Accounts' ``limits { }`` (connections, subscriptions, payload per account).
+    account_limits: tuple[tuple[str, AccountConnLimits], ...] = ()
     #: Accounts' ``msg_trace``: (account, destination, sampling percent) for ``traceparent``.
     account_traces: tuple[tuple[str, str, int], ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes

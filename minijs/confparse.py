@@ -23,6 +23,7 @@ from minijs.config import (
     DEFAULT_PORT,
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
+    AccountConnLimits,
     AccountLimits,
     ConfigError,
     JetStreamLimitOpts,
@@ -415,7 +416,7 @@ class _Mapper:
         self.changes: dict[str, Any] = {}
         self.no_auth_entry: Entry | None = None
         self.system_entry: Entry | None = None
-        self.account_js_entries: list[Entry] = []
+        self.account_js_entries: list[tuple[str, Entry]] = []
 
     def fail(self, where: Entry | Node, message: str) -> ConfigError:
         return ConfigError(message, self.path, where.line, where.col)
@@ -638,12 +639,14 @@ class _Mapper:
                 elif k == "default_permissions":
                     default = self.permissions(sub)
                 elif k == "jetstream":
-                    self.account_js_entries.append(sub)
+                    self.account_js_entries.append((acc.key, sub))
                 elif k in ("msg_trace", "trace_dest"):
                     self.account_msg_trace(sub, acc.key)
+                elif k == "limits":
+                    self.account_conn_limits(sub, acc.key)
                 elif sub.used:
                     continue
-                elif k in ("imports", "exports", "mappings", "maps", "limits", "nkey"):
+                elif k in ("imports", "exports", "mappings", "maps", "nkey"):
                     raise self.fail(sub, f'field "{sub.key}" in account {acc.key!r} is a '
                                          "nats-server setting that minijs does not support")
                 else:
@@ -651,6 +654,32 @@ class _Mapper:
             if users is not None:
                 self.add_users(users, acc.key, default)
         self.changes["accounts"] = tuple(names)
+
+    def account_conn_limits(self, e: Entry, account: str) -> None:
+        """nats-server's ``parseAccountLimits``: ``limits { max_connections (max_conn),
+        max_subscriptions (max_subs), max_payload (max_pay), max_leafnodes (max_leafs) }``."""
+        n = e.node
+        if n.kind != "map":
+            raise self.fail(n, "Expected account limits to be a map/struct, got "
+                               f"{_describe(n)}")
+        names = {"max_connections": "max_connections", "max_conn": "max_connections",
+                 "max_subscriptions": "max_subscriptions", "max_subs": "max_subscriptions",
+                 "max_payload": "max_payload", "max_pay": "max_payload",
+                 "max_leafnodes": "max_leafnodes", "max_leafs": "max_leafnodes"}
+        values: dict[str, int] = {}
+        for sub in n.value.entries.values():
+            name = names.get(sub.key.lower())
+            if name is None:
+                if sub.used:
+                    continue
+                raise self.fail(sub, f'Unknown field "{sub.key}" parsing account limits')
+            if sub.node.kind != "int":
+                raise self.fail(sub, f'account limits: "{sub.key}" expects an integer, got '
+                                     f"{_describe(sub.node)}")
+            values[name] = sub.node.value
+        limits = dict(self.changes.get("account_limits", ()))
+        limits[account] = AccountConnLimits(**values)
+        self.changes["account_limits"] = tuple(limits.items())
 
     def account_msg_trace(self, e: Entry, account: str) -> None:
         """nats-server's ``parseAccountMsgTrace``: a destination, or ``{dest, sampling}``
@@ -870,10 +899,13 @@ class _Mapper:
         system = c.get("system_account")
         if system and system != "$SYS" and system not in accounts:
             raise self.fail(self.system_entry, "system account not a valid account")
-        for e in self.account_js_entries:
-            raise self.fail(e, f'field "{e.key}" in an account is a nats-server setting that '
-                               "minijs does not support: JetStream per account is not "
-                               "implemented (JetStream runs in the global account only)")
+        enabled = []
+        for account, e in self.account_js_entries:
+            limits = self.account_jetstream(e)
+            if limits is not None:
+                enabled.append((account, limits))
+        if self.account_js_entries:
+            c["account_jetstream"] = tuple(enabled)
 
     def jetstream(self, e: Entry) -> None:
         c = self.changes
