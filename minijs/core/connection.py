@@ -127,6 +127,8 @@ class Connection(asyncio.Protocol):
         self.user: str | None = None
         self.account = GLOBAL_ACCOUNT
         self.sublist = server.sublist
+        #: The account's subject mappings (minijs.core.imports.Mappings), None without any.
+        self.mappings = server.sublist.mappings
         self.perms: ClientPermissions | None = None
         # CONNECT options, at nats-server's pre-CONNECT defaults.
         self.verbose = True
@@ -514,6 +516,7 @@ class Connection(asyncio.Protocol):
         if user.account != self.account:
             self.account = user.account
             self.sublist = self.server.account_sublist(user.account)
+            self.mappings = self.sublist.mappings
         clock = self.server.clock
         self.perms = (ClientPermissions(user.permissions, clock.monotonic)
                       if user.permissions is not None else None)
@@ -548,6 +551,9 @@ class Connection(asyncio.Protocol):
                 self._violation(f"Permissions Violation for Publish to {dest}",
                                 f"Publish Violation - Subject {dest}")
                 return
+        if self.mappings is not None:
+            # nats-server maps the subject first: permissions apply to the mapped one.
+            subject = self.mappings.map(subject)
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only

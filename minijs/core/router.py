@@ -81,6 +81,12 @@ class Router:
         for name in config.accounts:
             self.account_sublists[name] = WatchedSublist()
         self._users = {u.user: u for u in config.users}
+        #: Accounts' exports/imports and mappings (minijs.core.imports), by account: each
+        #: involved account's sublist carries its ``links`` / ``mappings`` (None otherwise).
+        self.account_links: dict[str, Any] = {}
+        if config.imports or config.mappings:
+            from minijs.core import imports  # only configs with imports or mappings pay for it
+            self.account_links = imports.install(self, config)
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
@@ -302,8 +308,12 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1  # a fault rule took it (and answered, or hands it on later)
-        # Each account has its own subscriptions: a client's message stays in its account.
-        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        # Each account has its own subscriptions: a client's message stays in its account,
+        # unless the account imports or exports (minijs.core.imports routes it then).
+        sublist = origin.sublist if origin is not None else self.sublist
+        if sublist.links is not None:
+            return sublist.links.publish(subject, reply, header, payload, origin)
+        result = sublist.match(subject)
         groups = result.groups
         delivered = 0
         if result.plain or groups:
@@ -493,6 +503,11 @@ class WatchedSublist(Sublist):
     """The server's sublist: a :class:`Sublist` that also tells watchers when a subscription
     on a watched literal subject is inserted or removed (whoever removes it: UNSUB, a closed
     connection, auto-unsubscribe)."""
+
+    #: The account's :class:`~minijs.core.imports.AccountLinks` when it imports or exports,
+    #: and its :class:`~minijs.core.imports.Mappings` when it has mappings (None: no cost).
+    links: Any = None
+    mappings: Any = None
 
     def __init__(self) -> None:
         super().__init__()

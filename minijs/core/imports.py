@@ -1,0 +1,507 @@
+"""Account exports and imports, and subject mappings, as one nats-server does them.
+
+An account ``A`` exports a stream (``{stream: "a.>"}``) or a service (``{service: "svc.>"}``);
+an account ``B`` imports it. A stream import delivers what is published in ``A`` on the
+export's subjects to ``B``'s subscribers (under ``prefix.subject`` or the ``to`` mapping). A
+service import routes a request published in ``B`` on ``to`` into ``A`` on the export subject,
+with the reply rewritten to a ``_R_.<acc>.<id>`` subject of ``A`` that leads back to the
+requester's reply (a *response import*). ``mappings`` rewrite a client's published subject
+before anything else (permissions included), with weights and the subject transform functions.
+
+Invariants:
+
+* an account with nothing to route across accounts has ``links`` None on its sublist, and one
+  without mappings has ``mappings`` None: the publish path pays one attribute test for each
+  (:meth:`minijs.core.router.Router.publish`, :meth:`Connection._publish`);
+* a message is delivered in its own account first, then along stream imports, then along
+  service imports, then along a response import; a requester gets the 503 no-responders
+  status only when none of them reached anyone (as ``processInboundClientMsg`` decides);
+* a service request reaches the exporter with a ``Nats-Request-Info`` header
+  (``{"acc":<importer>,"rtt":<ns>}``) and, if it has a reply, a fresh response import;
+  a ``Singleton`` response import is gone after its first delivered response, a ``Stream`` or
+  ``Chunked`` one once ``response_threshold`` passes without a response (server clock), any
+  of them as soon as a response reaches no one;
+* responses travel only towards the requester: a response import never creates another.
+"""
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Iterable
+
+from minijs.config import Export, Import, Mapping
+from minijs.core.subjects import subject_matches, subjects_overlap
+from minijs.core.sublist import Subscription
+from minijs.core.transform import SubjectTransform
+
+__all__ = ["AccountLinks", "Mappings", "check_imports", "install"]
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+REQUEST_INFO = b"Nats-Request-Info"
+_REPLY_PREFIX = b"_R_."
+
+
+def _rand_token(n: int = 6) -> str:
+    return "".join(random.choice(_BASE62) for _ in range(n))
+
+
+def _is_literal(subject: str) -> bool:
+    return not any(t in ("*", ">") for t in subject.split("."))
+
+
+def _valid_subject(subject: str) -> bool:
+    if not subject or any(c in subject for c in " \t\r\n"):
+        return False
+    toks = subject.split(".")
+    return all(toks) and ">" not in toks[:-1]
+
+
+def _tokenize_wildcards(subject: str) -> str:
+    """nats-server's ``transformTokenize``: ``a.*.>`` → ``a.$1.>`` (the identity mapping)."""
+    out, i = [], 0
+    for tok in subject.split("."):
+        if tok == "*":
+            i += 1
+            out.append(f"${i}")
+        else:
+            out.append(tok)
+    return ".".join(out)
+
+
+def _subset(subject: str, pattern: str) -> bool:
+    """``isSubsetMatch``: every subject ``subject`` can stand for is matched by ``pattern``."""
+    st, pt = subject.split("."), pattern.split(".")
+    for i, p in enumerate(pt):
+        if i >= len(st):
+            return False
+        s = st[i]
+        if p == ">":
+            return True
+        if s == ">":
+            return False
+        if p == "*":
+            continue
+        if s == "*" or s != p:
+            return False
+    return len(st) == len(pt)
+
+
+# ----------------------------------------------------------------------------- config checks
+
+
+def _export_allows(exp: Export, importer: str) -> bool:
+    return exp.accounts is None or not exp.accounts or importer in exp.accounts
+
+
+def _authorized(exports: Iterable[Export], source: str, importer: str, subject: str,
+                service: bool) -> bool:
+    """``checkStreamImportAuthorized`` / ``checkServiceImportAuthorized``: an export of
+    ``source`` of that kind whose subject covers ``subject``, open to ``importer``."""
+    if not _valid_subject(subject):
+        return False
+    mine = [e for e in exports if e.account == source and e.service == service and e.subject]
+    for e in mine:
+        if e.subject == subject:
+            return _export_allows(e, importer)
+    return any(_subset(subject, e.subject) and _export_allows(e, importer) for e in mine)
+
+
+def _service_cycle(imports: list[Import], account: str, dest: str, subject: str) -> bool:
+    """``serviceImportFormsCycle``: following ``dest``'s service imports whose local subject
+    collides with ``subject`` leads back to an account already visited."""
+    visited = {account}
+
+    def walk(acc: str, frm: str, depth: int) -> bool:
+        if depth > 1024:
+            return True
+        for si in imports:
+            if si.account != acc or not si.service:
+                continue
+            if subjects_overlap(frm.encode(), si.subject.encode()):
+                if si.source in visited:
+                    return True
+                visited.add(acc)
+                f = si.to if _subset(si.to, frm) else frm
+                if walk(si.source, f, depth + 1):
+                    return True
+        return False
+
+    return walk(dest, subject, 0)
+
+
+def check_imports(accounts: Iterable[str], exports: Iterable[Export],
+                  imports: Iterable[Import]) -> str | None:
+    """The first error nats-server reports for these exports and imports once every account
+    is read (``parseAccounts``), or None."""
+    known = set(accounts)
+    exports = [e for e in exports if e.subject]
+    for e in exports:
+        for name in e.accounts or ():
+            if name not in known:
+                kind = "service" if e.service else "stream"
+                return f'"{name}" account not defined for {kind} export'
+    added: list[Import] = []
+    for imp in [i for i in imports if not i.service] + [i for i in imports if i.service]:
+        kind = "service" if imp.service else "stream"
+        if imp.source not in known:
+            return f'"{imp.source}" account not defined for {kind} import'
+        if not imp.service:
+            if not _authorized(exports, imp.source, imp.account, imp.subject, False):
+                return f'Error adding stream import "{imp.subject}": stream import not authorized'
+            if imp.prefix and not _is_literal(imp.prefix):
+                return (f'Error adding stream import "{imp.subject}": stream import prefix can '
+                        "not contain wildcard tokens")
+            added.append(imp)
+            continue
+        local = imp.to or imp.subject
+        if not _valid_subject(local) or not _valid_subject(imp.subject):
+            return f'Error adding service import "{imp.subject}": invalid subject'
+        if not _authorized(exports, imp.source, imp.account, imp.subject, True):
+            return f'Error adding service import "{imp.subject}": service import not authorized'
+        if _service_cycle(added, imp.account, imp.source, local):
+            return f'Error adding service import "{imp.subject}": import forms a cycle'
+        added.append(imp)
+    return None
+
+
+# ----------------------------------------------------------------------------- mappings
+
+
+class Mappings:
+    """An account's subject mappings (``selectMappedSubject``): the first mapping whose
+    source matches picks a destination by weight; the subject is transformed by it."""
+
+    __slots__ = ("_literal", "_wild")
+
+    def __init__(self, mappings: Iterable[Mapping]) -> None:
+        self._literal: dict[bytes, list[tuple[SubjectTransform, int]]] = {}
+        self._wild: list[tuple[str, list[tuple[SubjectTransform, int]]]] = []
+        for m in mappings:
+            dests = self._destinations(m)
+            if _is_literal(m.source):
+                self._literal.setdefault(m.source.encode(), dests)
+            else:
+                self._wild.append((m.source, dests))
+
+    @staticmethod
+    def _destinations(m: Mapping) -> list[tuple[SubjectTransform, int]]:
+        listed = {d for d, _ in m.dests}
+        dests = [(d, w) for d, w in m.dests]
+        total = sum(w for _, w in dests)
+        if total != 100 and m.source not in listed:
+            # nats-server adds the source itself for the weight left over (a chance to
+            # stay as published), unless the source was listed explicitly.
+            dests.append((_tokenize_wildcards(m.source), 100 - total if dests else 100))
+        dests.sort(key=lambda d: d[1])
+        out, cum = [], 0
+        for d, w in dests:
+            cum += w
+            out.append((SubjectTransform(m.source, d), cum))
+        return out
+
+    def map(self, subject: bytes) -> bytes:
+        dests = self._literal.get(subject)
+        if dests is None:
+            text = subject.decode(errors="surrogateescape")
+            for src, wdests in self._wild:
+                if subject_matches(src, text):
+                    dests = wdests
+                    break
+            else:
+                return subject
+        if len(dests) == 1 and dests[0][1] == 100:
+            tr = dests[0][0]
+        else:
+            w = random.randrange(100)
+            for tr, cum in dests:
+                if w < cum:
+                    break
+            else:
+                return subject
+        out = tr.apply(subject.decode(errors="surrogateescape"))
+        if out is None:
+            return subject
+        return out.encode(errors="surrogateescape")
+
+
+# ----------------------------------------------------------------------------- routing
+
+
+class _StreamImport:
+    __slots__ = ("pattern", "target", "transform", "prefix")
+
+    def __init__(self, imp: Import, target: "AccountLinks") -> None:
+        self.pattern = imp.subject
+        self.target = target
+        self.prefix = (imp.prefix if imp.prefix.endswith(".") else imp.prefix + ".").encode() \
+            if imp.prefix else b""
+        to = imp.to
+        self.transform = None
+        if to and to != imp.subject:
+            self.transform = SubjectTransform(imp.subject, to)
+
+
+class _ServiceImport:
+    __slots__ = ("local", "export_subject", "exporter", "export", "transform", "literal")
+
+    def __init__(self, imp: Import, exporter: "AccountLinks", export: Export) -> None:
+        self.local = imp.to or imp.subject
+        self.export_subject = imp.subject
+        self.exporter = exporter
+        self.export = export
+        self.literal = _is_literal(imp.subject)
+        self.transform = None
+        if not self.literal and self.local != imp.subject:
+            self.transform = SubjectTransform(self.local, _tokenize_wildcards(imp.subject))
+
+    def destination(self, subject: bytes) -> bytes:
+        if self.literal:
+            return self.export_subject.encode()
+        if self.transform is None:
+            return subject  # the same wildcard subject in both accounts: the published one
+        out = self.transform.apply(subject.decode(errors="surrogateescape"))
+        return subject if out is None else out.encode(errors="surrogateescape")
+
+
+class _ResponseImport:
+    __slots__ = ("target", "reply", "singleton", "threshold", "last", "timer")
+
+    def __init__(self, target: "AccountLinks", reply: bytes, singleton: bool,
+                 threshold: float) -> None:
+        self.target = target
+        self.reply = reply
+        self.singleton = singleton
+        self.threshold = threshold
+        self.last = 0.0
+        self.timer: Any = None
+
+
+class AccountLinks:
+    """What one account routes to other accounts: its stream exports' importers, its service
+    imports, and the response imports of requests its services have been sent."""
+
+    def __init__(self, router: Any, account: str, sublist: Any) -> None:
+        self.router = router
+        self.account = account
+        self.sublist = sublist
+        self.mappings: Mappings | None = None
+        #: stream imports fed by messages published in this account
+        self.stream_out: list[_StreamImport] = []
+        #: service imports: requests published here go to another account
+        self.services: list[_ServiceImport] = []
+        #: response imports living in this (the exporting) account: _R_ subject -> where to
+        self.responses: dict[bytes, _ResponseImport] = {}
+        self.reply_prefix = _REPLY_PREFIX + _rand_token().encode() + b"."
+
+    # -- the publish path
+
+    def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                payload: bytes, origin: Any) -> int:
+        """Route a message published in this account (the router's publish hook)."""
+        router = self.router
+        delivered = deliver_in(router, self.sublist, subject, reply, header, payload, origin)
+        if self.stream_out:
+            delivered += self._streams(subject, reply, header, payload)
+        if self.services:
+            delivered += self._services(subject, reply, header, payload, origin)
+        if self.responses and subject.startswith(_REPLY_PREFIX):
+            rsi = self.responses.get(subject)
+            if rsi is not None:
+                delivered += self._respond(subject, rsi, header, payload)
+        if not delivered and reply and origin is not None and origin.no_responders:
+            router.no_responders(subject, reply, origin)
+        return delivered
+
+    def _streams(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                 payload: bytes) -> int:
+        delivered = 0
+        text = None
+        for si in self.stream_out:
+            if text is None:
+                text = subject.decode(errors="surrogateescape")
+            if not subject_matches(si.pattern, text):
+                continue
+            if si.transform is not None:
+                out = si.transform.apply(text)
+                if out is None:
+                    continue
+                to = out.encode(errors="surrogateescape")
+            else:
+                to = si.prefix + subject
+            delivered += deliver_in(self.router, si.target.sublist, to, reply, header, payload,
+                                    None)
+        return delivered
+
+    def _services(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                  payload: bytes, origin: Any) -> int:
+        delivered = 0
+        text = None
+        for si in self.services:
+            if text is None:
+                text = subject.decode(errors="surrogateescape")
+            if si.local != text and not subject_matches(si.local, text):
+                continue
+            exporter = si.exporter
+            to = si.destination(subject)
+            if exporter.mappings is not None:
+                to = exporter.mappings.map(to)
+            nrr = None
+            if reply:
+                nrr = exporter.new_response(self, reply, si.export)
+            hdr = set_header(header, REQUEST_INFO, self._client_info(origin))
+            n = deliver_in(self.router, exporter.sublist, to, nrr, hdr, payload, None)
+            if not n and nrr is not None:
+                exporter.drop_response(nrr)
+            delivered += n
+        return delivered
+
+    def _client_info(self, origin: Any) -> bytes:
+        info: dict[str, Any] = {"acc": self.account}
+        rtt = getattr(origin, "rtt", 0.0) if origin is not None else 0.0
+        if rtt:
+            info["rtt"] = int(rtt * 1_000_000_000)
+        return json.dumps(info, separators=(",", ":")).encode()
+
+    # -- response imports (this account exported the service)
+
+    def new_response(self, requester: "AccountLinks", reply: bytes, export: Export) -> bytes:
+        subject = self.reply_prefix + _rand_token().encode()
+        while subject in self.responses:
+            subject = self.reply_prefix + _rand_token().encode()
+        rsi = _ResponseImport(requester, reply, export.response_type == "Singleton",
+                              export.response_threshold)
+        clock = self.router.clock
+        rsi.last = clock.monotonic()
+        rsi.timer = clock.call_later(rsi.threshold, self._expire, subject)
+        self.responses[subject] = rsi
+        if self.sublist.links is None:
+            self.sublist.links = self
+        return subject
+
+    def drop_response(self, subject: bytes) -> None:
+        rsi = self.responses.pop(subject, None)
+        if rsi is not None and rsi.timer is not None:
+            rsi.timer.cancel()
+
+    def _expire(self, subject: bytes) -> None:
+        rsi = self.responses.get(subject)
+        if rsi is None:
+            return
+        clock = self.router.clock
+        left = rsi.last + rsi.threshold - clock.monotonic()
+        if left > 0:
+            rsi.timer = clock.call_later(left, self._expire, subject)
+            return
+        del self.responses[subject]
+
+    def _respond(self, subject: bytes, rsi: _ResponseImport, header: bytes | None,
+                 payload: bytes) -> int:
+        n = deliver_in(self.router, rsi.target.sublist, rsi.reply, None, header, payload, None)
+        if not n or rsi.singleton or (not payload and header is None):
+            self.drop_response(subject)
+        else:
+            rsi.last = self.router.clock.monotonic()
+        return n
+
+    def num_responses(self) -> int:
+        return len(self.responses)
+
+
+def set_header(header: bytes | None, name: bytes, value: bytes) -> bytes:
+    """``setHeader``: ``name: value`` in a message's header (replacing one already there)."""
+    line = name + b": " + value + b"\r\n"
+    if header is None:
+        return b"NATS/1.0\r\n" + line + b"\r\n"
+    lines = header.split(b"\r\n")
+    low = name.lower() + b":"
+    kept = [ln for ln in lines[1:] if ln and not ln.lower().startswith(low)]
+    return b"\r\n".join([lines[0], *kept]) + b"\r\n" + line + b"\r\n"
+
+
+def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
+               header: bytes | None, payload: bytes, origin: Any) -> int:
+    """Deliver to the matching subscribers of one account (no no-responders status)."""
+    result = sublist.match(subject)
+    delivered = 0
+    for sub in result.plain:
+        if sub.closed:
+            continue
+        conn = sub.conn
+        if conn is None:
+            sub.callback(sub, subject, reply, header, payload, origin)
+        elif conn is origin and not conn.echo:
+            continue
+        else:
+            conn.deliver(sub, subject, reply, header, payload)
+        delivered += 1
+    for members in result.groups.values():
+        sub = _pick(members, origin)
+        if sub is None:
+            continue
+        if sub.conn is None:
+            sub.callback(sub, subject, reply, header, payload, origin)
+        else:
+            sub.conn.deliver(sub, subject, reply, header, payload)
+        delivered += 1
+    if delivered:
+        stats = router.stats
+        stats.out_msgs += delivered
+        stats.out_bytes += delivered * (len(payload) + (len(header) if header else 0))
+    return delivered
+
+
+def _pick(members: list[Subscription], origin: Any) -> Subscription | None:
+    n = len(members)
+    start = random.randrange(n) if n > 1 else 0
+    for i in range(n):
+        sub = members[(start + i) % n]
+        if sub.closed or (sub.conn is not None and sub.conn is origin and not origin.echo):
+            continue
+        return sub
+    return None
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+def install(router: Any, config: Any) -> dict[str, AccountLinks]:
+    """Give each account of ``config`` that routes across accounts its links (on its sublist:
+    ``links`` for imports and exports, ``mappings`` for mappings). Returns them by account."""
+    links: dict[str, AccountLinks] = {}
+
+    def of(account: str) -> AccountLinks:
+        al = links.get(account)
+        if al is None:
+            sl = router.account_sublist(account)
+            al = links[account] = AccountLinks(router, account, sl)
+        return al
+
+    by_account: dict[str, list[Mapping]] = {}
+    for m in config.mappings:
+        by_account.setdefault(m.account, []).append(m)
+    for account, maps in by_account.items():
+        al = of(account)
+        al.mappings = Mappings(maps)
+        al.sublist.mappings = al.mappings
+    exports = [e for e in config.exports if e.subject]
+    for imp in config.imports:
+        exporter, importer = of(imp.source), of(imp.account)
+        if imp.service:
+            export = _find_export(exports, imp.source, imp.subject, True)
+            importer.services.append(_ServiceImport(imp, exporter, export))
+            importer.sublist.links = importer
+        else:
+            exporter.stream_out.append(_StreamImport(imp, importer))
+            exporter.sublist.links = exporter
+    return links
+
+
+def _find_export(exports: list[Export], account: str, subject: str, service: bool) -> Export:
+    mine = [e for e in exports if e.account == account and e.service == service]
+    for e in mine:
+        if e.subject == subject:
+            return e
+    for e in mine:
+        if _subset(subject, e.subject):
+            return e
+    return Export(account, subject, service)
