@@ -159,6 +159,50 @@ def test_service_import_wildcard_and_stream_responses(target: str, spawn: SpawnF
         assert got == [msg("_INBOX.f", 1, p) for p in (b"c1", b"c2", b"c3")]
 
 
+CHAIN_CONF = """
+accounts {
+  C: { users: [ {user: c, password: pc} ], exports: [ {service: "deep.>"}, {stream: "cs.>"} ] }
+  A: { users: [ {user: a, password: pa} ], exports: [ {service: "svc.>"}, {stream: "as.>"} ],
+       imports: [ {service: {account: C, subject: "deep.q"}, to: "svc.q"},
+                  {stream: {account: C, subject: "cs.>"}, to: "as.>"} ] }
+  B: { users: [ {user: b, password: pb} ],
+       imports: [ {service: {account: A, subject: "svc.q"}, to: "q"},
+                  {stream: {account: A, subject: "as.>"}} ] }
+}
+"""
+
+
+def test_service_import_chain(target: str, spawn: SpawnFn) -> None:
+    """B imports A's service, which A itself imports from C: the request reaches C with
+    ``Nats-Request-Info`` naming the requester's account and the middle one (``svc``), and
+    C's response travels back through both response imports. Stream imports do not chain:
+    what C publishes reaches A's import, not B's import of A."""
+    ep = spawn(config=CHAIN_CONF)
+    with login(ep, "a", "pa") as a, login(ep, "b", "pb") as b, login(ep, "c", "pc") as c:
+        b.send(b"SUB _INBOX.> 1\r\nSUB as.> 2\r\n")
+        c.send(b"SUB deep.> 1\r\n")
+        a.send(b"SUB as.> 1\r\n")
+        assert b.barrier() == b"" and c.barrier() == b"" and a.barrier() == b""
+        b.send(pub("q", b"req", reply="_INBOX.r1"))
+        b.barrier()
+        frame = c.barrier()
+        head, _, rest = frame.partition(b"\r\n")
+        parts = head.split(b" ")
+        assert parts[:3] == [b"HMSG", b"deep.q", b"1"] and R_REPLY.fullmatch(parts[3]), frame
+        header = rest.partition(b"\r\n\r\n")[0].split(b"\r\n")
+        info = json.loads(header[1].partition(b": ")[2])
+        assert header[1].startswith(b"Nats-Request-Info: ") and info["acc"] == "B"
+        assert info["svc"] == "A" and list(info)[:2] == ["acc", "svc"], info
+        c.send(pub(parts[3].decode(), b"deep-resp"))
+        c.barrier()
+        assert b.barrier() == msg("_INBOX.r1", 1, b"deep-resp")
+        assert a.barrier() == b""
+        c.send(pub("cs.1", b"chain"))
+        c.barrier()
+        assert a.barrier() == msg("as.1", 1, b"chain")
+        assert b.barrier() == b""
+
+
 def test_service_import_no_responders(target: str, spawn: SpawnFn) -> None:
     """A request through a service import nobody in the exporting account serves gets the 503
     status naming the subject the requester published on."""

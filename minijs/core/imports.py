@@ -333,13 +333,17 @@ class AccountLinks:
         return delivered
 
     def _services(self, subject: bytes, reply: bytes | None, header: bytes | None,
-                  payload: bytes, origin: Any) -> int:
+                  payload: bytes, origin: Any, info: dict[str, Any] | None = None,
+                  seen: tuple[int, ...] = ()) -> int:
+        """Requests along this account's service imports. A request that arrived through a
+        service import (``info``: its ``Nats-Request-Info``) goes on through the exporter's
+        own imports (a chain), each import at most once (nats-server's cycle guard)."""
         delivered = 0
         text = None
         for si in self.services:
             if text is None:
                 text = subject.decode(errors="surrogateescape")
-            if si.local != text and not subject_matches(si.local, text):
+            if (si.local != text and not subject_matches(si.local, text)) or id(si) in seen:
                 continue
             exporter = si.exporter
             to = si.destination(subject)
@@ -348,19 +352,28 @@ class AccountLinks:
             nrr = None
             if reply:
                 nrr = exporter.new_response(self, reply, si.export)
-            hdr = set_header(header, REQUEST_INFO, self._client_info(origin))
+            if info is None:
+                request_info = self._client_info(origin)
+            else:  # a chained import: the first requester's info, naming this account
+                request_info = {"acc": info["acc"], "svc": self.account,
+                                **{k: v for k, v in info.items() if k not in ("acc", "svc")}}
+            hdr = set_header(header, REQUEST_INFO,
+                             json.dumps(request_info, separators=(",", ":")).encode())
             n = deliver_in(self.router, exporter.sublist, to, nrr, hdr, payload, None)
+            if exporter.services:
+                n += exporter._services(to, nrr, header, payload, None, request_info,
+                                        (*seen, id(si)))
             if not n and nrr is not None:
                 exporter.drop_response(nrr)
             delivered += n
         return delivered
 
-    def _client_info(self, origin: Any) -> bytes:
+    def _client_info(self, origin: Any) -> dict[str, Any]:
         info: dict[str, Any] = {"acc": self.account}
         rtt = getattr(origin, "rtt", 0.0) if origin is not None else 0.0
         if rtt:
             info["rtt"] = int(rtt * 1_000_000_000)
-        return json.dumps(info, separators=(",", ":")).encode()
+        return info
 
     # -- response imports (this account exported the service)
 
@@ -396,7 +409,12 @@ class AccountLinks:
 
     def _respond(self, subject: bytes, rsi: _ResponseImport, header: bytes | None,
                  payload: bytes) -> int:
-        n = deliver_in(self.router, rsi.target.sublist, rsi.reply, None, header, payload, None)
+        target = rsi.target
+        n = deliver_in(self.router, target.sublist, rsi.reply, None, header, payload, None)
+        if target.responses and rsi.reply.startswith(_REPLY_PREFIX):
+            back = target.responses.get(rsi.reply)  # a chained request: one more hop back
+            if back is not None:
+                n += target._respond(rsi.reply, back, header, payload)
         if not n or rsi.singleton or (not payload and header is None):
             self.drop_response(subject)
         else:
