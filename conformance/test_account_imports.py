@@ -340,12 +340,31 @@ def _accounts(b: str) -> str:
      "destination: wildcard index out of range in $2"),
     ('# first\n\nport: -1\naccounts {\n  A: { }\n  B: { imports: [ {stream: {account: Z, '
      'subject: "a.>"}} ] }\n}\n', 'bad.conf:4:1: "Z" account not defined for stream import'),
+    (_accounts('{ imports: [ {service: {account: A, subject: "svc.q"}, to: "q..r"} ] }'),
+     'Error adding service import "svc.q": sublist: invalid subject'),
+    (_accounts('{ imports: [ {stream: {account: A, subject: "a.>"}, prefix: "p.*"} ] }'),
+     'Error adding stream import "a.>": stream import prefix can not contain wildcard tokens'),
+    (_accounts('{ imports: [ {stream: {account: A, subject: "a.*"}, to: "x.$2"} ] }'),
+     'Error adding stream import "a.*": failed to create mapping transform for stream import '
+     'subject from "a.*" to "x.$2": invalid mapping destination: wildcard index out of range '
+     "in $2: [2]"),
+    (_accounts('{ imports: [ {service: {account: A, subject: "svc.*"}, to: "q.*.*"} ] }'),
+     'Error adding service import "svc.*": failed to create mapping transform for service '
+     'import subject from "q.*.*" to "svc.*": invalid mapping destination: wildcard index out '
+     "of range in $2: [2]"),
+    (_accounts('{ imports: [ {stream: {account: A, subject: "a.>"}}, '
+               '{stream: {account: A, subject: "a.>"}} ] }'),
+     'Error adding stream import "a.>": stream import already exists'),
+    (_accounts('{ exports: [ {service: "x", response_threshold: "abc"} ] }'),
+     'bad.conf:3:34: Expected response threshold to be a parseable time duration, got "abc"'),
 ], ids=["stream-unknown-account", "service-unknown-account", "stream-not-exported",
         "service-not-exported", "service-not-for-this-account", "no-subject",
         "duplicate-service-subject", "unknown-field", "bad-response-type",
         "response-type-on-stream", "export-unknown-account", "bad-mapping-subject",
         "mapping-wildcard-range", "imports-not-array", "weights-over-100", "service-cycle",
-        "top-level-mapping", "error-at-accounts-line"])
+        "top-level-mapping", "error-at-accounts-line", "invalid-import-subject",
+        "wildcard-prefix", "stream-transform", "service-transform", "duplicate-stream-import",
+        "bad-threshold"])
 def test_bad_imports_refused(target: str, tmp_path: Path, text: str, message: str) -> None:
     """Bad exports, imports and mappings stop the server at startup with nats-server's
     message (and, where this case checks it, its file position)."""

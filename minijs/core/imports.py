@@ -32,7 +32,9 @@ from typing import Any, Iterable
 from minijs.config import Export, Import, Mapping
 from minijs.core.subjects import subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription
-from minijs.core.transform import SubjectTransform
+from minijs.core.transform import (
+    SubjectTransform, _index_placeholders, _MappingError, _new_subject_transform,
+)
 
 __all__ = ["AccountLinks", "Mappings", "check_imports", "install"]
 
@@ -87,6 +89,31 @@ def _subset(subject: str, pattern: str) -> bool:
 
 
 # ----------------------------------------------------------------------------- config checks
+
+
+def _strict_transform_error(src: str, dest: str) -> str | None:
+    """``NewSubjectTransformStrict``: a transform an import can reverse (only ``$N`` /
+    ``{{wildcard(N)}}`` tokens, every wildcard of ``src`` used), or its error text."""
+    try:
+        _new_subject_transform(src, dest)
+    except _MappingError as exc:
+        text = str(exc)
+        return "invalid subject" if text == "invalid subject" else text
+    stoks = src.split(".")
+    npwcs = stoks.count("*")
+    if npwcs == 0 and ">" not in stoks:
+        return None
+    used = 0
+    for tok in dest.split("."):
+        kind, idxs = _index_placeholders(tok)
+        if kind not in ("none", "wildcard"):
+            return ("invalid mapping destination: the only mapping function allowed for import "
+                    f"transforms is {{{{Wildcard()}}}} in {tok}")
+        if kind == "wildcard":
+            used += len(idxs)
+    if used < npwcs:
+        return f"invalid mapping destination: not using all of the token wildcard(s) in {dest}"
+    return None
 
 
 def _export_allows(exp: Export, importer: str) -> bool:
@@ -151,13 +178,29 @@ def check_imports(accounts: Iterable[str], exports: Iterable[Export],
             if imp.prefix and not _is_literal(imp.prefix):
                 return (f'Error adding stream import "{imp.subject}": stream import prefix can '
                         "not contain wildcard tokens")
+            to = _stream_to(imp)
+            if not _is_literal(imp.subject) and to != imp.subject:
+                err = _strict_transform_error(imp.subject, _tokenize_wildcards(to))
+                if err:
+                    return (f'Error adding stream import "{imp.subject}": failed to create '
+                            "mapping transform for stream import subject from "
+                            f'"{imp.subject}" to "{to}": {err}')
+            if any(not a.service and a.account == imp.account and a.source == imp.source
+                   and a.subject == imp.subject for a in added):
+                return f'Error adding stream import "{imp.subject}": stream import already exists'
             added.append(imp)
             continue
         local = imp.to or imp.subject
         if not _valid_subject(local) or not _valid_subject(imp.subject):
-            return f'Error adding service import "{imp.subject}": invalid subject'
+            return f'Error adding service import "{imp.subject}": sublist: invalid subject'
         if not _authorized(exports, imp.source, imp.account, imp.subject, True):
             return f'Error adding service import "{imp.subject}": service import not authorized'
+        if not _is_literal(imp.subject) and local != imp.subject:
+            err = _strict_transform_error(imp.subject, _tokenize_wildcards(local))
+            if err:
+                return (f'Error adding service import "{imp.subject}": failed to create mapping '
+                        f'transform for service import subject from "{local}" to '
+                        f'"{imp.subject}": {err}')
         if _service_cycle(added, imp.account, imp.source, local):
             return f'Error adding service import "{imp.subject}": import forms a cycle'
         added.append(imp)
@@ -227,18 +270,26 @@ class Mappings:
 # ----------------------------------------------------------------------------- routing
 
 
+def _stream_to(imp: Import) -> str:
+    """The subject a stream import's messages arrive under in the importer (wildcards kept)."""
+    if imp.prefix:
+        return imp.prefix.rstrip(".") + "." + imp.subject
+    return imp.to or imp.subject
+
+
 class _StreamImport:
-    __slots__ = ("pattern", "target", "transform", "prefix")
+    __slots__ = ("pattern", "target", "transform", "literal_to")
 
     def __init__(self, imp: Import, target: "AccountLinks") -> None:
         self.pattern = imp.subject
         self.target = target
-        self.prefix = (imp.prefix if imp.prefix.endswith(".") else imp.prefix + ".").encode() \
-            if imp.prefix else b""
-        to = imp.to
+        to = _stream_to(imp)
         self.transform = None
-        if to and to != imp.subject:
-            self.transform = SubjectTransform(imp.subject, to)
+        self.literal_to = None
+        if _is_literal(imp.subject):
+            self.literal_to = to.encode()  # one subject in, one subject out
+        elif to != imp.subject:
+            self.transform = SubjectTransform(imp.subject, _tokenize_wildcards(to))
 
 
 class _ServiceImport:
@@ -321,13 +372,15 @@ class AccountLinks:
                 text = subject.decode(errors="surrogateescape")
             if not subject_matches(si.pattern, text):
                 continue
-            if si.transform is not None:
+            if si.literal_to is not None:
+                to = si.literal_to
+            elif si.transform is not None:
                 out = si.transform.apply(text)
                 if out is None:
                     continue
                 to = out.encode(errors="surrogateescape")
             else:
-                to = si.prefix + subject
+                to = subject
             delivered += deliver_in(self.router, si.target.sublist, to, reply, header, payload,
                                     None)
         return delivered
