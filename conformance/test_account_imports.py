@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conformance.helpers import SpawnFn
-from conformance.rawclient import RawClient, msg, pub, split_frames
+from conformance.rawclient import RawClient, hpub, msg, pub, split_frames
 from conformance.servers import URL_TARGET, Endpoint, command_for
 
 CONF = """
@@ -232,6 +232,81 @@ def test_mappings_apply_before_permissions(target: str, spawn: SpawnFn) -> None:
         a.send(pub(reply.decode(), b"ok"))
         a.barrier()
         assert b.barrier() == msg("_INBOX.m", 2, b"ok")
+
+
+TRACE_CONF = """
+accounts {
+  A: { users: [ {user: a, password: pa} ], exports: [ {stream: "a.>"}, {service: "svc.>"} ] }
+  B: { users: [ {user: b, password: pb} ],
+       imports: [ {stream: {account: A, subject: "a.>"}, prefix: "x"},
+                  {service: {account: A, subject: "svc.q"}, to: "q"} ],
+       mappings: { "m1": "q" } }
+}
+"""
+
+
+def _trace_events(frames: list[bytes]) -> list[tuple]:
+    """The events of the one trace message among ``frames`` (on subject ``tr``), without
+    times, ids and names, sorted (nats-server does not order subscribers)."""
+    traces = [f for f in frames if f.split(b" ")[1] == b"tr"]
+    assert len(traces) == 1, frames
+    body = traces[0].split(b"\r\n", 1)[1]
+    events = json.loads(body.strip())["events"]
+    return sorted(tuple(sorted((k, str(v)) for k, v in e.items() if k not in ("ts", "cid", "name")))
+                  for e in events)
+
+
+def test_message_trace_through_imports(target: str, spawn: SpawnFn) -> None:
+    """``Nats-Trace-Dest`` across accounts: a stream import adds an ``se`` event per
+    subscriber it reaches (the copies keep the trace header); a mapping adds ``sm``; a
+    service import adds ``si`` and the request goes on with ``Nats-Trace-Dest: trace
+    disabled``. Trace-only: nothing is delivered, a request through a service import gets
+    the 503."""
+    ep = spawn(config=TRACE_CONF)
+    with login(ep, "a", "pa") as a, login(ep, "b", "pb") as b:
+        a.send(b"SUB svc.q 1\r\nSUB tr 2\r\nSUB a.> 3\r\n")
+        b.send(b"SUB x.> 1\r\nSUB tr 2\r\nSUB _INBOX.> 3\r\nSUB x.a.> 4\r\n")
+        assert a.barrier() == b"" and b.barrier() == b""
+        hdr = b"NATS/1.0\r\nNats-Trace-Dest: tr\r\n\r\n"
+        a.send(hpub("a.1", hdr, b"s1"))
+        got = split_frames(a.read_frame() + a.read_frame())
+        copy = b"HMSG a.1 3 33 35\r\nNATS/1.0\r\nNats-Trace-Dest: tr\r\n\r\ns1\r\n"
+        assert copy in got
+        assert _trace_events(got) == _trace_events([
+            b'MSG tr 2 1\r\n{"events":[{"type":"in","kind":0,"acc":"A","subj":"a.1"},'
+            b'{"type":"se","acc":"B","to":"x.a.1"},{"type":"se","acc":"B","to":"x.a.1"},'
+            b'{"type":"eg","kind":0,"sub":"a.>"}]}\r\n'])
+        assert sorted(split_frames(b.read_frame() + b.read_frame())) == sorted(
+            [copy.replace(b"a.1 3", b"x.a.1 1"), copy.replace(b"a.1 3", b"x.a.1 4")])
+        b.send(hpub("m1", hdr, b"rq", reply="_INBOX.1"))
+        got = [b.read_frame()]
+        assert _trace_events(got) == _trace_events([
+            b'MSG tr 2 1\r\n{"events":[{"type":"in","kind":0,"acc":"B","subj":"m1"},'
+            b'{"type":"sm","to":"q"},{"type":"si","acc":"A","from":"q","to":"svc.q"}]}\r\n'])
+        frame = a.read_frame()
+        reply = service_request_head(frame, "svc.q", 1)
+        assert frame.endswith(b"\r\nNats-Trace-Dest: trace disabled\r\n\r\nrq\r\n"), frame
+        a.send(pub(reply.decode(), b"answer"))
+        assert b.read_frame() == msg("_INBOX.1", 3, b"answer")
+        only = b"NATS/1.0\r\nNats-Trace-Dest: tr\r\nNats-Trace-Only: true\r\n\r\n"
+        b.send(hpub("m1", only, b"rq", reply="_INBOX.2"))
+        got = split_frames(b.read_frame() + b.read_frame())
+        assert (b"HMSG _INBOX.2 3 33 33\r\nNATS/1.0 503\r\nNats-Subject: q\r\n\r\n\r\n"
+                in got)
+        assert len(_trace_events(got)) == 3
+        a.send(hpub("a.2", only, b"s2"))
+        got = [a.read_frame()]
+        assert len(_trace_events(got)) == 4
+        assert a.barrier() == b"" and b.barrier() == b""
+
+
+def service_request_head(frame: bytes, subject: str, sid: int) -> bytes:
+    """The ``_R_`` reply of a service request frame (headers checked by the caller)."""
+    parts = frame.partition(b"\r\n")[0].split(b" ")
+    assert parts[:3] == [b"HMSG", subject.encode(), str(sid).encode()], frame
+    assert R_REPLY.fullmatch(parts[3]), frame
+    assert b"\r\nNats-Request-Info: {\"acc\":\"B\"" in frame, frame
+    return parts[3]
 
 
 def _fnv1a(data: bytes) -> int:

@@ -553,7 +553,10 @@ class Connection(asyncio.Protocol):
                 return
         if self.mappings is not None:
             # nats-server maps the subject first: permissions apply to the mapped one.
-            subject = self.mappings.map(subject)
+            mapped = self.mappings.map(subject)
+            if trace is not None and mapped != subject:
+                trace.subject_mapping(mapped.decode(errors="replace"))
+            subject = mapped
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only

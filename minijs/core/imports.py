@@ -40,6 +40,9 @@ __all__ = ["AccountLinks", "Mappings", "check_imports", "install"]
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 REQUEST_INFO = b"Nats-Request-Info"
+TRACE_DEST = b"Nats-Trace-Dest"
+#: nats-server's ``MsgTraceDestDisabled``: what a traced message carries past an import.
+TRACE_DISABLED = b"trace disabled"
 _REPLY_PREFIX = b"_R_."
 
 
@@ -366,24 +369,25 @@ class AccountLinks:
     def _streams(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes) -> int:
         delivered = 0
-        text = None
+        text = subject.decode(errors="surrogateescape")
         for si in self.stream_out:
-            if text is None:
-                text = subject.decode(errors="surrogateescape")
             if not subject_matches(si.pattern, text):
                 continue
-            if si.literal_to is not None:
-                to = si.literal_to
-            elif si.transform is not None:
-                out = si.transform.apply(text)
-                if out is None:
-                    continue
-                to = out.encode(errors="surrogateescape")
-            else:
-                to = subject
-            delivered += deliver_in(self.router, si.target.sublist, to, reply, header, payload,
-                                    None)
+            to = self._stream_subject(si, subject, text)
+            if to is not None:
+                delivered += deliver_in(self.router, si.target.sublist, to, reply, header,
+                                        payload, None)
         return delivered
+
+    @staticmethod
+    def _stream_subject(si: _StreamImport, subject: bytes, text: str) -> bytes | None:
+        """The subject a message on ``subject`` arrives under in the importing account."""
+        if si.literal_to is not None:
+            return si.literal_to
+        if si.transform is not None:
+            out = si.transform.apply(text)
+            return None if out is None else out.encode(errors="surrogateescape")
+        return subject
 
     def _services(self, subject: bytes, reply: bytes | None, header: bytes | None,
                   payload: bytes, origin: Any, info: dict[str, Any] | None = None,
@@ -392,33 +396,94 @@ class AccountLinks:
         service import (``info``: its ``Nats-Request-Info``) goes on through the exporter's
         own imports (a chain), each import at most once (nats-server's cycle guard)."""
         delivered = 0
-        text = None
-        for si in self.services:
-            if text is None:
-                text = subject.decode(errors="surrogateescape")
-            if (si.local != text and not subject_matches(si.local, text)) or id(si) in seen:
-                continue
-            exporter = si.exporter
-            to = si.destination(subject)
-            if exporter.mappings is not None:
-                to = exporter.mappings.map(to)
-            nrr = None
-            if reply:
-                nrr = exporter.new_response(self, reply, si.export)
-            if info is None:
-                request_info = self._client_info(origin)
-            else:  # a chained import: the first requester's info, naming this account
-                request_info = {"acc": info["acc"], "svc": self.account,
-                                **{k: v for k, v in info.items() if k not in ("acc", "svc")}}
-            hdr = set_header(header, REQUEST_INFO,
-                             json.dumps(request_info, separators=(",", ":")).encode())
-            n = deliver_in(self.router, exporter.sublist, to, nrr, hdr, payload, None)
-            if exporter.services:
-                n += exporter._services(to, nrr, header, payload, None, request_info,
-                                        (*seen, id(si)))
-            if not n and nrr is not None:
-                exporter.drop_response(nrr)
-            delivered += n
+        for si in self._matching_services(subject, seen):
+            delivered += self._service(si, subject, reply, header, payload, origin, info, seen)
+        return delivered
+
+    def _matching_services(self, subject: bytes, seen: tuple[int, ...] = ()
+                           ) -> list[_ServiceImport]:
+        text = subject.decode(errors="surrogateescape")
+        return [si for si in self.services if id(si) not in seen
+                and (si.local == text or subject_matches(si.local, text))]
+
+    def _service(self, si: _ServiceImport, subject: bytes, reply: bytes | None,
+                 header: bytes | None, payload: bytes, origin: Any,
+                 info: dict[str, Any] | None, seen: tuple[int, ...],
+                 untraced: bool = False) -> int:
+        exporter = si.exporter
+        to = self.service_subject(si, subject)
+        nrr = None
+        if reply:
+            nrr = exporter.new_response(self, reply, si.export)
+        if info is None:
+            request_info = self._client_info(origin)
+        else:  # a chained import: the first requester's info, naming this account
+            request_info = {"acc": info["acc"], "svc": self.account,
+                            **{k: v for k, v in info.items() if k not in ("acc", "svc")}}
+        hdr = set_header(header, REQUEST_INFO,
+                         json.dumps(request_info, separators=(",", ":")).encode())
+        if untraced:  # a traced request goes on untraced past an import (no allow_trace)
+            hdr = set_header(hdr, TRACE_DEST, TRACE_DISABLED)
+        n = deliver_in(self.router, exporter.sublist, to, nrr, hdr, payload, None)
+        if exporter.services:
+            n += exporter._services(to, nrr, header, payload, None, request_info,
+                                    (*seen, id(si)))
+        if not n and nrr is not None:
+            exporter.drop_response(nrr)
+        return n
+
+    @staticmethod
+    def service_subject(si: _ServiceImport, subject: bytes) -> bytes:
+        """Where a request on ``subject`` goes in the exporting account (its mappings too)."""
+        to = si.destination(subject)
+        mappings = si.exporter.mappings
+        return mappings.map(to) if mappings is not None else to
+
+    # -- message tracing (Nats-Trace-Dest): the cross-account part of Router.publish_traced
+
+    def publish_traced(self, trace: Any, subject: bytes, reply: bytes | None,
+                       header: bytes | None, payload: bytes, origin: Any) -> int:
+        """Route a traced message on across accounts, as nats-server traces it: an ``se``
+        event per subscriber a stream import reaches, an ``si`` event per service import (or
+        response import); exports do not allow tracing further (``allow_trace`` is not
+        supported), so the copies go on untraced, and a trace-only message stops there (a
+        stream import's subscriber still counts as a receiver, a service import does not)."""
+        delivered = 0
+        only = trace.only
+        if self.stream_out:
+            text = subject.decode(errors="surrogateescape")
+            for si in self.stream_out:
+                if not subject_matches(si.pattern, text):
+                    continue
+                to = self._stream_subject(si, subject, text)
+                if to is None:
+                    continue
+                result = si.target.sublist.match(to)
+                subs = [s for s in result.plain if not s.closed]
+                for members in result.groups.values():
+                    sub = _pick(members, None)
+                    if sub is not None:
+                        subs.append(sub)
+                for sub in subs:
+                    trace.stream_export(si.target.account, to.decode(errors="replace"))
+                    if not only:
+                        _deliver_sub(self.router, sub, to, reply, header, payload)
+                    delivered += 1
+        if self.services:
+            for si in self._matching_services(subject):
+                to = self.service_subject(si, subject)
+                trace.service_import(si.exporter.account, subject.decode(errors="replace"),
+                                     to.decode(errors="replace"))
+                if not only:
+                    delivered += self._service(si, subject, reply, header, payload, origin,
+                                               None, (), untraced=True)
+        if self.responses and subject.startswith(_REPLY_PREFIX):
+            rsi = self.responses.get(subject)
+            if rsi is not None:
+                trace.service_import(rsi.target.account, subject.decode(errors="replace"),
+                                     rsi.reply.decode(errors="replace"))
+                if not only:
+                    delivered += self._respond(subject, rsi, header, payload)
         return delivered
 
     def _client_info(self, origin: Any) -> dict[str, Any]:
@@ -519,6 +584,17 @@ def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
         stats.out_msgs += delivered
         stats.out_bytes += delivered * (len(payload) + (len(header) if header else 0))
     return delivered
+
+
+def _deliver_sub(router: Any, sub: Subscription, subject: bytes, reply: bytes | None,
+                 header: bytes | None, payload: bytes) -> None:
+    if sub.conn is None:
+        sub.callback(sub, subject, reply, header, payload, None)
+    else:
+        sub.conn.deliver(sub, subject, reply, header, payload)
+    stats = router.stats
+    stats.out_msgs += 1
+    stats.out_bytes += len(payload) + (len(header) if header else 0)
 
 
 def _pick(members: list[Subscription], origin: Any) -> Subscription | None:

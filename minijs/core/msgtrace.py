@@ -189,6 +189,14 @@ class MsgTrace:
             ev["error"] = error
         self.events.append(ev)
 
+    def subject_mapping(self, to_subject: str) -> None:
+        """The account's mappings rewrote the subject (``sm``)."""
+        self.events.append({"type": "sm", "ts": self._ts(), "to": to_subject})
+
+    def stream_export(self, account: str, to_subject: str) -> None:
+        """A stream import took a copy into ``account`` under ``to_subject`` (``se``)."""
+        self.events.append({"type": "se", "ts": self._ts(), "acc": account, "to": to_subject})
+
     def service_import(self, account: str, from_subject: str, to_subject: str) -> None:
         self.events.append({"type": "si", "ts": self._ts(), "acc": account,
                             "from": from_subject, "to": to_subject})

@@ -358,7 +358,8 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1
-        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        sublist = origin.sublist if origin is not None else self.sublist
+        result = sublist.match(subject)
         only = trace.only
         delivered = 0
         sent = 0
@@ -396,6 +397,9 @@ class Router:
             stats = self.stats
             stats.out_msgs += sent
             stats.out_bytes += sent * (len(payload) + (len(header) if header else 0))
+        if sublist.links is not None:  # across accounts (minijs.core.imports)
+            delivered += sublist.links.publish_traced(trace, subject, reply, header, payload,
+                                                      origin)
         if not delivered and reply and origin is not None and origin.no_responders:
             self.no_responders(subject, reply, origin)
         return delivered
