@@ -88,6 +88,7 @@ def test_response_imports_live_on_the_server_clock():
             await a.flush()
             assert (await b.request("one", b"q", timeout=2)).data == b"r1"
             assert replies[0].startswith("_R_.") and links.num_responses() == 0
+            assert server.account_sublist("A").links is None  # off A's publish path again
             inbox = b.new_inbox()
             sub = await b.subscribe(inbox)
             await b.publish("feed", b"q", reply=inbox)
@@ -97,6 +98,7 @@ def test_response_imports_live_on_the_server_clock():
                     break
                 await asyncio.sleep(0.01)
             assert links.num_responses() == 1
+            assert server.account_sublist("A").links is links
             await server.clock.advance_async(6)
             await a.publish(held[0], b"c1")
             await a.flush()

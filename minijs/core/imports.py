@@ -513,6 +513,13 @@ class AccountLinks:
         rsi = self.responses.pop(subject, None)
         if rsi is not None and rsi.timer is not None:
             rsi.timer.cancel()
+        self._maybe_unhook()
+
+    def _maybe_unhook(self) -> None:
+        """An account left with nothing to route across accounts (its last response import
+        gone) leaves the publish path again."""
+        if not self.responses and not self.stream_out and not self.services:
+            self.sublist.links = None
 
     def _expire(self, subject: bytes) -> None:
         rsi = self.responses.get(subject)
@@ -524,6 +531,7 @@ class AccountLinks:
             rsi.timer = clock.call_later(left, self._expire, subject)
             return
         del self.responses[subject]
+        self._maybe_unhook()
 
     def _respond(self, subject: bytes, rsi: _ResponseImport, header: bytes | None,
                  payload: bytes) -> int:
