@@ -21,6 +21,7 @@ import pytest
 from conformance.helpers import SpawnFn
 from conformance.rawclient import RawClient, hpub, msg, pub, split_frames
 from conformance.servers import URL_TARGET, Endpoint, command_for
+from conformance.test_cli import free_port, get_json
 
 CONF = """
 accounts {
@@ -350,6 +351,22 @@ def test_top_level_mappings(target: str, spawn: SpawnFn) -> None:
         got = split_frames(g.barrier())
         assert len(got) == 60
         assert {f.split(b" ")[1] for f in got} == {b"half.1", b"half.2"}
+
+
+def test_accountz_shows_mappings(target: str, spawn: SpawnFn) -> None:
+    """``/accountz?acc=$G`` lists the top-level mappings right after ``subscriptions``, each
+    source with its destinations and their cumulative weights (the source itself added for
+    a weight left over)."""
+    http_port = free_port()
+    ep = spawn(args=["-m", str(http_port)],
+               config='mappings: { "g1": "g2", "w": [ {destination: "w1", weight: 30%} ] }\n')
+    acc = get_json(http_port, "/accountz?acc=$G")["account_detail"]
+    keys = list(acc)
+    assert keys[keys.index("subscriptions") + 1] == "mappings"
+    assert acc["mappings"] == {"g1": [{"subject": "g2", "weight": 100}],
+                               "w": [{"subject": "w1", "weight": 30},
+                                     {"subject": "w", "weight": 100}]}
+    assert ep.port
 
 
 def _refused(target: str, tmp_path: Path, text: str) -> str:

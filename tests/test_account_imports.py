@@ -117,3 +117,41 @@ def test_response_imports_live_on_the_server_clock():
             await b.close()
 
     asyncio.run(main())
+
+
+def test_account_report_shapes():
+    """The /accountz fields, shaped as nats-server 2.15.1 answered for this config (its
+    exports and imports come in map order; these in a fixed one)."""
+    from minijs.core.imports import account_report
+
+    config = parse_config("""
+accounts {
+  A: { exports: [ {stream: "a.>"}, {stream: "private.>", accounts: [B]}, {service: "svc.>"},
+                  {service: "feed", response_type: stream, response_threshold: "10s"} ] }
+  B: { imports: [ {stream: {account: A, subject: "a.>"}, prefix: "x"},
+                  {stream: {account: A, subject: "private.>"}, to: "p.>"},
+                  {service: {account: A, subject: "svc.q"}, to: "q"},
+                  {service: {account: A, subject: "feed"}} ],
+       mappings: { "m1": "m2" } }
+}
+""")
+    a, _ = account_report(config, "A")
+    assert a == {"exports": [
+        {"subject": "svc.>", "type": "service", "response_type": "Singleton"},
+        {"subject": "feed", "type": "service", "response_type": "Streamed"},
+        {"subject": "a.>", "type": "stream"},
+        {"subject": "private.>", "type": "stream", "approved_accounts": ["B"]}]}
+    b, after = account_report(config, "B")
+    assert after == {}
+    assert b == {
+        "mappings": {"m1": [{"subject": "m2", "weight": 100}]},
+        "imports": [
+            {"subject": "a.>", "account": "A", "local_subject": "x.a.>", "type": "stream",
+             "invalid": False, "share": False, "tracking": False},
+            {"subject": "private.>", "account": "A", "local_subject": "p.>", "type": "stream",
+             "invalid": False, "share": False, "tracking": False},
+            {"subject": "svc.q", "account": "A", "to": "q", "local_subject": "q",
+             "type": "service", "invalid": False, "share": False, "tracking": False},
+            {"subject": "feed", "account": "A", "to": "feed", "local_subject": "feed",
+             "type": "service", "invalid": False, "share": False, "tracking": False}]}
+    assert list(b) == ["mappings", "imports"]

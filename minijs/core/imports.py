@@ -660,3 +660,60 @@ def _find_export(exports: list[Export], account: str, subject: str, service: boo
         if _subset(subject, e.subject):
             return e
     return Export(account, subject, service)
+
+
+# ----------------------------------------------------------------------------- /accountz
+
+
+_RESPONSE_TYPES = {"Singleton": "Singleton", "Stream": "Streamed", "Chunked": "Chunked"}
+
+
+def account_report(config: Any, account: str, links: AccountLinks | None = None
+                   ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``/accountz?acc=`` fields of ``account`` this module owns, shaped as nats-server's
+    ``AccountInfo``: (``mappings``/``exports``/``imports``, each only when not empty, for
+    their place before ``name_tag``; ``responses``, the live response imports, for theirs
+    after ``sublist_stats``). nats-server's own ``$SYS`` service imports are not listed:
+    minijs serves no ``$SYS`` requests. nats-server lists exports and imports in map order;
+    these come services first, then streams, each in config order."""
+    before: dict[str, Any] = {}
+    mappings = [m for m in config.mappings if m.account == account]
+    if mappings:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for m in mappings:
+            out[m.source] = [{"subject": tr.dest, "weight": cum}
+                             for tr, cum in Mappings._destinations(m)]
+        before["mappings"] = out
+    exports = [e for e in config.exports if e.account == account and e.subject]
+    if exports:
+        rows = []
+        for e in sorted(exports, key=lambda e: not e.service):
+            row: dict[str, Any] = {"subject": e.subject,
+                                   "type": "service" if e.service else "stream"}
+            if e.service:
+                row["response_type"] = _RESPONSE_TYPES[e.response_type]
+            if e.accounts:
+                row["approved_accounts"] = list(dict.fromkeys(e.accounts))
+            rows.append(row)
+        before["exports"] = rows
+    imports = [i for i in config.imports if i.account == account]
+    if imports:
+        rows = []
+        for i in sorted(imports, key=lambda i: i.service):
+            row = {"subject": i.subject, "account": i.source}
+            if i.service:
+                row["to"] = i.to or i.subject
+            row["local_subject"] = i.to or i.subject if i.service else _stream_to(i)
+            row.update({"type": "service" if i.service else "stream", "invalid": False,
+                        "share": False, "tracking": False})
+            rows.append(row)
+        before["imports"] = rows
+    after: dict[str, Any] = {}
+    if links is not None and links.responses:
+        after["responses"] = {
+            subject.decode(): {
+                "subject": rsi.reply.decode(errors="replace"), "account": rsi.target.account,
+                "to": subject.decode(), "local_subject": subject.decode(), "type": "service",
+                "invalid": False, "share": False, "tracking": False,
+            } for subject, rsi in links.responses.items()}
+    return before, after
