@@ -44,6 +44,7 @@ accounts {
       {service: {account: A, subject: "svc.w.*"}, to: "w.*"}
       {service: {account: A, subject: "svc.none"}, to: "nn"}
       {service: {account: A, subject: "feed"}}
+      {service: {account: A, subject: "svc.s"}, to: "shared", share: true}
     ]
     mappings: { "m1": "m2", "q2": "q" }
   }
@@ -158,6 +159,36 @@ def test_service_import_wildcard_and_stream_responses(target: str, spawn: SpawnF
         a.barrier()
         got = split_frames(b.barrier())
         assert got == [msg("_INBOX.f", 1, p) for p in (b"c1", b"c2", b"c3")]
+
+
+def test_service_import_share(target: str, spawn: SpawnFn) -> None:
+    """``share: true``: the request's ``Nats-Request-Info`` carries the requester's details
+    (connection start, host, id, user, name, lang, version) and the server's name, in
+    nats-server's field order."""
+    ep = spawn(config=CONF)
+    with login(ep, "a", "pa") as a, RawClient.connect(ep.host, ep.port) as b:
+        b.handshake(user="b", headers=True, name="requester", lang="python3",
+                    version="9.9", **{"pass": "pb"})
+        a.send(b"SUB svc.> 1\r\n")
+        assert a.barrier() == b""
+        b.send(pub("shared", b"req", reply="_INBOX.s"))
+        b.barrier()
+        frame = a.barrier()
+        head, _, rest = frame.partition(b"\r\n")
+        assert head.split(b" ")[:3] == [b"HMSG", b"svc.s", b"1"], frame
+        name, _, value = rest.partition(b"\r\n\r\n")[0].split(b"\r\n")[1].partition(b": ")
+        assert name == b"Nats-Request-Info"
+        info = json.loads(value)
+        order = ["start", "host", "id", "acc", "user", "name", "lang", "ver", "rtt", "server",
+                 "kind", "client_type"]
+        assert [k for k in order if k in info] == list(info), info
+        assert {k: info[k] for k in ("host", "acc", "user", "name", "lang", "ver", "server",
+                                     "kind", "client_type")} == {
+            "host": "127.0.0.1", "acc": "B", "user": "b", "name": "requester",
+            "lang": "python3", "ver": "9.9", "server": b.info["server_name"],
+            "kind": "Client", "client_type": "nats"}
+        assert info["id"] == b.info["client_id"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", info["start"])
 
 
 CHAIN_CONF = """

@@ -113,6 +113,7 @@ class Import:
     subject: str
     to: str = ""
     prefix: str = ""
+    share: bool = False  # a service import: requests carry the requester's details
 
 
 @dataclass(frozen=True)

@@ -799,6 +799,7 @@ class _Mapper:
                                   f"{_go_type(item)}")
         kind = source = subject = None
         prefix = to = ""
+        share = False
         for p in item.value.entries.values():
             k = p.key.lower()
             v = p.node
@@ -825,9 +826,7 @@ class _Mapper:
             elif k == "to":
                 to = self.name_(p)
             elif k == "share":
-                if self.bool_(p):
-                    raise self.fail(p, 'field "share" in imports is a nats-server setting that '
-                                       "minijs does not support")
+                share = self.bool_(p)
             elif k == "allow_trace":
                 if kind == "service":
                     raise self.fail(p, "Detected allow_trace directive on a non-stream")
@@ -842,7 +841,8 @@ class _Mapper:
             if prefix and to:
                 raise self.fail(item, "Stream import can not have a 'prefix' and a 'to' property")
             return Import(account, False, source or "", subject or "", to, prefix)
-        return Import(account, True, source or "", subject or "", to or subject or "")
+        return Import(account, True, source or "", subject or "", to or subject or "",
+                      share=share)
 
     def account_mappings(self, e: Entry, account: str) -> None:
         """``parseAccountMappings``: ``{src: dest}``, ``{src: {destination, weight}}`` or

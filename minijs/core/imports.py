@@ -25,11 +25,11 @@ Invariants:
 """
 from __future__ import annotations
 
-import json
 import random
 from typing import Any, Iterable
 
 from minijs.config import Export, Import, Mapping
+from minijs.core.msgtrace import go_json, go_time
 from minijs.core.subjects import subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription
 from minijs.core.transform import (
@@ -296,13 +296,15 @@ class _StreamImport:
 
 
 class _ServiceImport:
-    __slots__ = ("local", "export_subject", "exporter", "export", "transform", "literal")
+    __slots__ = ("local", "export_subject", "exporter", "export", "transform", "literal",
+                 "share")
 
     def __init__(self, imp: Import, exporter: "AccountLinks", export: Export) -> None:
         self.local = imp.to or imp.subject
         self.export_subject = imp.subject
         self.exporter = exporter
         self.export = export
+        self.share = imp.share
         self.literal = _is_literal(imp.subject)
         self.transform = None
         if not self.literal and self.local != imp.subject:
@@ -416,12 +418,11 @@ class AccountLinks:
         if reply:
             nrr = exporter.new_response(self, reply, si.export)
         if info is None:
-            request_info = self._client_info(origin)
+            request_info = self._client_info(origin, si.share)
         else:  # a chained import: the first requester's info, naming this account
             request_info = {"acc": info["acc"], "svc": self.account,
                             **{k: v for k, v in info.items() if k not in ("acc", "svc")}}
-        hdr = set_header(header, REQUEST_INFO,
-                         json.dumps(request_info, separators=(",", ":")).encode())
+        hdr = set_header(header, REQUEST_INFO, go_json(request_info))
         if untraced:  # a traced request goes on untraced past an import (no allow_trace)
             hdr = set_header(hdr, TRACE_DEST, TRACE_DISABLED)
         n = deliver_in(self.router, exporter.sublist, to, nrr, hdr, payload, None)
@@ -486,12 +487,28 @@ class AccountLinks:
                     delivered += self._respond(subject, rsi, header, payload)
         return delivered
 
-    def _client_info(self, origin: Any) -> dict[str, Any]:
-        info: dict[str, Any] = {"acc": self.account}
+    def _client_info(self, origin: Any, share: bool = False) -> dict[str, Any]:
+        """nats-server's ``getClientInfo``: the account and RTT, and with ``share`` the
+        requester's details and the server's name (Go's field order, empty ones left out)."""
+        info: dict[str, Any] = {}
+        if share and origin is not None:
+            info["start"] = go_time(int(origin.start_time * 1_000_000_000))
+            info["host"] = origin.host
+            info["id"] = origin.cid
+        info["acc"] = self.account
+        if share and origin is not None:
+            info["user"] = origin.user or ""
+            info["name"] = origin.name
+            info["lang"] = origin.lang
+            info["ver"] = origin.version
         rtt = getattr(origin, "rtt", 0.0) if origin is not None else 0.0
         if rtt:
             info["rtt"] = int(rtt * 1_000_000_000)
-        return info
+        if share and origin is not None:
+            info["server"] = self.router.server_name
+            info["kind"] = "Client"
+            info["client_type"] = "nats"
+        return {k: v for k, v in info.items() if v not in ("", 0, None)}
 
     # -- response imports (this account exported the service)
 
@@ -705,7 +722,7 @@ def account_report(config: Any, account: str, links: AccountLinks | None = None
                 row["to"] = i.to or i.subject
             row["local_subject"] = i.to or i.subject if i.service else _stream_to(i)
             row.update({"type": "service" if i.service else "stream", "invalid": False,
-                        "share": False, "tracking": False})
+                        "share": i.share, "tracking": False})
             rows.append(row)
         before["imports"] = rows
     after: dict[str, Any] = {}
