@@ -400,6 +400,35 @@ def test_accountz_shows_mappings(target: str, spawn: SpawnFn) -> None:
     assert ep.port
 
 
+TOKEN_CONF = """
+accounts {
+  A: { users: [ {user: a, password: pa} ],
+       exports: [ {service: "svc.*.req", account_token_position: 2},
+                  {stream: "ev.*.>", account_token_position: 2} ] }
+  B: { users: [ {user: b, password: pb} ],
+       imports: [ {service: {account: A, subject: "svc.B.req"}, to: "req"},
+                  {stream: {account: A, subject: "ev.B.>"}} ] }
+}
+"""
+
+
+def test_account_token_position(target: str, spawn: SpawnFn) -> None:
+    """``account_token_position``: B may import the subjects that carry its own name at that
+    token, and they work as any import (other accounts' names are refused at startup)."""
+    ep = spawn(config=TOKEN_CONF)
+    with login(ep, "a", "pa") as a, login(ep, "b", "pb") as b:
+        a.send(b"SUB svc.> 1\r\n")
+        b.send(b"SUB ev.> 1\r\n")
+        assert a.barrier() == b"" and b.barrier() == b""
+        b.send(pub("req", b"hi", reply="_INBOX.t"))
+        b.barrier()
+        frame = a.barrier()
+        assert frame.startswith(b"HMSG svc.B.req 1 _R_."), frame
+        a.send(pub("ev.B.x", b"mine") + pub("ev.C.x", b"theirs"))
+        a.barrier()
+        assert b.barrier() == msg("ev.B.x", 1, b"mine")
+
+
 def _refused(target: str, tmp_path: Path, text: str) -> str:
     if target == URL_TARGET:
         pytest.skip("needs a specially configured server; not possible with --url")
@@ -480,6 +509,11 @@ def _accounts(b: str) -> str:
      'Error adding stream import "a.>": stream import already exists'),
     (_accounts('{ exports: [ {service: "x", response_threshold: "abc"} ] }'),
      'bad.conf:3:34: Expected response threshold to be a parseable time duration, got "abc"'),
+    ('accounts {\n  A: { exports: [ {service: "svc.*.req", account_token_position: 2} ] }\n'
+     '  B: { imports: [ {service: {account: A, subject: "svc.C.req"}} ] }\n}\n',
+     'Error adding service import "svc.C.req": service import not authorized'),
+    ('accounts {\n  A: { exports: [ {stream: "x.*", account_token_position: 3} ] }\n}\n',
+     'Error adding stream export "x.*": sublist: invalid subject'),
 ], ids=["stream-unknown-account", "service-unknown-account", "stream-not-exported",
         "service-not-exported", "service-not-for-this-account", "no-subject",
         "duplicate-service-subject", "unknown-field", "bad-response-type",
@@ -487,7 +521,7 @@ def _accounts(b: str) -> str:
         "mapping-wildcard-range", "imports-not-array", "weights-over-100", "service-cycle",
         "top-level-mapping", "error-at-accounts-line", "invalid-import-subject",
         "wildcard-prefix", "stream-transform", "service-transform", "duplicate-stream-import",
-        "bad-threshold"])
+        "bad-threshold", "token-position-other-account", "token-position-not-wildcard"])
 def test_bad_imports_refused(target: str, tmp_path: Path, text: str, message: str) -> None:
     """Bad exports, imports and mappings stop the server at startup with nats-server's
     message (and, where this case checks it, its file position)."""

@@ -99,6 +99,9 @@ class Export:
     accounts: tuple[str, ...] | None = None
     response_type: str = "Singleton"
     response_threshold: float = DEFAULT_RESPONSE_THRESHOLD
+    #: ``account_token_position``: the 1-based token of an import's subject that must be the
+    #: importing account's name (0: none).
+    token_position: int = 0
 
 
 @dataclass(frozen=True)

@@ -712,6 +712,7 @@ class _Mapper:
         rt: str | None = None
         rt_entry: Entry | None = None
         threshold: float | None = None
+        token_position = 0
         for p in item.value.entries.values():
             k = p.key.lower()
             v = p.node
@@ -754,7 +755,9 @@ class _Mapper:
                 if v.kind != "array" or any(a.kind != "string" for a in v.value):
                     raise self.fail(p, "accounts: expected an array of account names")
                 accounts = tuple(a.value for a in v.value)
-            elif k in ("latency", "account_token_position", "allow_trace"):
+            elif k == "account_token_position":
+                token_position = self.int_(p)
+            elif k in ("latency", "allow_trace"):
                 raise self.fail(p, f'field "{p.key}" in exports is a nats-server setting that '
                                    "minijs does not support")
             elif not p.used:
@@ -763,8 +766,8 @@ class _Mapper:
             # nats-server silently ignores an entry with neither; so does minijs.
             return Export(account, "", False)
         if kind == "stream":
-            return Export(account, subject or "", False, accounts)
-        extra: dict[str, Any] = {}
+            return Export(account, subject or "", False, accounts, token_position=token_position)
+        extra: dict[str, Any] = {"token_position": token_position}
         if rt is not None:
             extra["response_type"] = rt
         if threshold is not None:

@@ -119,8 +119,14 @@ def _strict_transform_error(src: str, dest: str) -> str | None:
     return None
 
 
-def _export_allows(exp: Export, importer: str) -> bool:
-    return exp.accounts is None or not exp.accounts or importer in exp.accounts
+def _export_allows(exp: Export, importer: str, tokens: list[str] | None) -> bool:
+    """``checkAuth``: an ``account_token_position`` export wants the importer's name at that
+    token of the import subject (never given for an import of the export subject itself);
+    otherwise the approved accounts, if any."""
+    pos = exp.token_position
+    if pos > 0:
+        return tokens is not None and pos <= len(tokens) and tokens[pos - 1] == importer
+    return not exp.accounts or importer in exp.accounts
 
 
 def _authorized(exports: Iterable[Export], source: str, importer: str, subject: str,
@@ -132,8 +138,10 @@ def _authorized(exports: Iterable[Export], source: str, importer: str, subject: 
     mine = [e for e in exports if e.account == source and e.service == service and e.subject]
     for e in mine:
         if e.subject == subject:
-            return _export_allows(e, importer)
-    return any(_subset(subject, e.subject) and _export_allows(e, importer) for e in mine)
+            return _export_allows(e, importer, None)
+    tokens = subject.split(".")
+    return any(_subset(subject, e.subject) and _export_allows(e, importer, tokens)
+               for e in mine)
 
 
 def _service_cycle(imports: list[Import], account: str, dest: str, subject: str) -> bool:
@@ -165,11 +173,16 @@ def check_imports(accounts: Iterable[str], exports: Iterable[Export],
     is read (``parseAccounts``), or None."""
     known = set(accounts)
     exports = [e for e in exports if e.subject]
-    for e in exports:
+    for e in [e for e in exports if not e.service] + [e for e in exports if e.service]:
+        kind = "service" if e.service else "stream"
         for name in e.accounts or ():
             if name not in known:
-                kind = "service" if e.service else "stream"
                 return f'"{name}" account not defined for {kind} export'
+        pos = e.token_position
+        if pos > 0:
+            toks = e.subject.split(".")
+            if len(toks) < pos or toks[pos - 1] != "*":
+                return f'Error adding {kind} export "{e.subject}": sublist: invalid subject'
     added: list[Import] = []
     for imp in [i for i in imports if not i.service] + [i for i in imports if i.service]:
         kind = "service" if imp.service else "stream"
