@@ -332,6 +332,56 @@ def test_message_trace_through_imports(target: str, spawn: SpawnFn) -> None:
         assert a.barrier() == b"" and b.barrier() == b""
 
 
+ALLOW_TRACE_CONF = """
+accounts {
+  A: { users: [ {user: a, password: pa} ],
+       exports: [ {stream: "a.>"}, {stream: "t.*.x"}, {service: "svc.>", allow_trace: true} ] }
+  B: { users: [ {user: b, password: pb} ],
+       imports: [ {stream: {account: A, subject: "a.>"}, prefix: "x", allow_trace: true},
+                  {stream: {account: A, subject: "t.*.x"}, to: "tt.{{wildcard(1)}}",
+                   allow_trace: true},
+                  {service: {account: A, subject: "svc.q"}, to: "q"} ] }
+}
+"""
+
+
+def test_message_trace_allowed_through_imports(target: str, spawn: SpawnFn) -> None:
+    """``allow_trace``: past a stream import each subscriber gets an ``eg`` event naming its
+    account and the subscription nats-server makes for it in the exporting account (the
+    import's subject, or the subscriber's subject taken back through the mapping); past a
+    service export the exporter's receivers are traced and the request names a ``_R_`` trace
+    destination."""
+    ep = spawn(config=ALLOW_TRACE_CONF)
+    with login(ep, "a", "pa") as a, login(ep, "b", "pb") as b:
+        a.send(b"SUB tr 9\r\nSUB svc.q 1\r\n")
+        b.send(b"SUB x.a.one 1\r\nSUB x.a.* 2\r\nSUB tt.5 3\r\nSUB tt.* q 4\r\nSUB tr 9\r\n")
+        assert a.barrier() == b"" and b.barrier() == b""
+        only = b"NATS/1.0\r\nNats-Trace-Dest: tr\r\nNats-Trace-Only: true\r\n\r\n"
+        a.send(hpub("a.one", only, b"s"))
+        assert _trace_events([a.read_frame()]) == _trace_events([
+            b'MSG tr 9 1\r\n{"events":[{"type":"in","kind":0,"acc":"A","subj":"a.one"},'
+            b'{"type":"se","acc":"B","to":"x.a.one"},{"type":"se","acc":"B","to":"x.a.one"},'
+            b'{"type":"eg","kind":0,"acc":"B","sub":"a.*"},'
+            b'{"type":"eg","kind":0,"acc":"B","sub":"a.one"}]}\r\n'])
+        a.send(hpub("t.5.x", only, b"s"))
+        assert _trace_events([a.read_frame()]) == _trace_events([
+            b'MSG tr 9 1\r\n{"events":[{"type":"in","kind":0,"acc":"A","subj":"t.5.x"},'
+            b'{"type":"se","acc":"B","to":"tt.5"},{"type":"se","acc":"B","to":"tt.5"},'
+            b'{"type":"eg","kind":0,"acc":"B","sub":"t.*.x","queue":"q"},'
+            b'{"type":"eg","kind":0,"acc":"B","sub":"t.5.x"}]}\r\n'])
+        assert b.barrier() == b""
+        traced = b"NATS/1.0\r\nNats-Trace-Dest: tr\r\n\r\n"
+        b.send(hpub("q", traced, b"rq", reply="_INBOX.1"))
+        assert _trace_events([b.read_frame()]) == _trace_events([
+            b'MSG tr 9 1\r\n{"events":[{"type":"in","kind":0,"acc":"B","subj":"q"},'
+            b'{"type":"si","acc":"A","from":"q","to":"svc.q"},'
+            b'{"type":"eg","kind":0,"acc":"A","sub":"svc.q"}]}\r\n'])
+        frame = a.read_frame()
+        service_request_head(frame, "svc.q", 1)
+        tail = frame.split(b"\r\n")[3]
+        assert tail.startswith(b"Nats-Trace-Dest: _R_.") and R_REPLY.fullmatch(tail[17:]), frame
+
+
 def service_request_head(frame: bytes, subject: str, sid: int) -> bytes:
     """The ``_R_`` reply of a service request frame (headers checked by the caller)."""
     parts = frame.partition(b"\r\n")[0].split(b" ")
@@ -514,6 +564,10 @@ def _accounts(b: str) -> str:
      'Error adding service import "svc.C.req": service import not authorized'),
     ('accounts {\n  A: { exports: [ {stream: "x.*", account_token_position: 3} ] }\n}\n',
      'Error adding stream export "x.*": sublist: invalid subject'),
+    (_accounts('{ exports: [ {stream: "s", allow_trace: true} ] }'),
+     "bad.conf:3:33: Detected allow_trace directive on non-service"),
+    (_accounts('{ imports: [ {service: {account: A, subject: "svc.q"}, allow_trace: true} ] }'),
+     "Detected allow_trace directive on a non-stream"),
 ], ids=["stream-unknown-account", "service-unknown-account", "stream-not-exported",
         "service-not-exported", "service-not-for-this-account", "no-subject",
         "duplicate-service-subject", "unknown-field", "bad-response-type",
@@ -521,7 +575,8 @@ def _accounts(b: str) -> str:
         "mapping-wildcard-range", "imports-not-array", "weights-over-100", "service-cycle",
         "top-level-mapping", "error-at-accounts-line", "invalid-import-subject",
         "wildcard-prefix", "stream-transform", "service-transform", "duplicate-stream-import",
-        "bad-threshold", "token-position-other-account", "token-position-not-wildcard"])
+        "bad-threshold", "token-position-other-account", "token-position-not-wildcard",
+        "allow-trace-on-stream-export", "allow-trace-on-service-import"])
 def test_bad_imports_refused(target: str, tmp_path: Path, text: str, message: str) -> None:
     """Bad exports, imports and mappings stop the server at startup with nats-server's
     message (and, where this case checks it, its file position)."""

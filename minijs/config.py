@@ -102,6 +102,7 @@ class Export:
     #: ``account_token_position``: the 1-based token of an import's subject that must be the
     #: importing account's name (0: none).
     token_position: int = 0
+    allow_trace: bool = False  # a service: traced requests stay traced in this account
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ class Import:
     to: str = ""
     prefix: str = ""
     share: bool = False  # a service import: requests carry the requester's details
+    allow_trace: bool = False  # a stream import: traced messages stay traced here
 
 
 @dataclass(frozen=True)

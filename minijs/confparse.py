@@ -713,6 +713,8 @@ class _Mapper:
         rt_entry: Entry | None = None
         threshold: float | None = None
         token_position = 0
+        allow_trace = False
+        trace_entry: Entry | None = None
         for p in item.value.entries.values():
             k = p.key.lower()
             v = p.node
@@ -722,6 +724,8 @@ class _Mapper:
                                        f"a {kind}")
                 if k == "stream" and rt_entry is not None:
                     raise self.fail(rt_entry, "Detected response directive on non-service")
+                if k == "stream" and trace_entry is not None:
+                    raise self.fail(trace_entry, "Detected allow_trace directive on non-service")
                 if v.kind != "string":
                     raise self.fail(p, f"Expected {k} name to be string, got {_go_type(v)}")
                 kind, subject = k, v.value
@@ -757,7 +761,12 @@ class _Mapper:
                 accounts = tuple(a.value for a in v.value)
             elif k == "account_token_position":
                 token_position = self.int_(p)
-            elif k in ("latency", "allow_trace"):
+            elif k == "allow_trace":
+                allow_trace = self.bool_(p)
+                trace_entry = p
+                if kind == "stream":
+                    raise self.fail(p, "Detected allow_trace directive on non-service")
+            elif k == "latency":
                 raise self.fail(p, f'field "{p.key}" in exports is a nats-server setting that '
                                    "minijs does not support")
             elif not p.used:
@@ -767,7 +776,7 @@ class _Mapper:
             return Export(account, "", False)
         if kind == "stream":
             return Export(account, subject or "", False, accounts, token_position=token_position)
-        extra: dict[str, Any] = {"token_position": token_position}
+        extra: dict[str, Any] = {"token_position": token_position, "allow_trace": allow_trace}
         if rt is not None:
             extra["response_type"] = rt
         if threshold is not None:
@@ -802,7 +811,8 @@ class _Mapper:
                                   f"{_go_type(item)}")
         kind = source = subject = None
         prefix = to = ""
-        share = False
+        share = allow_trace = False
+        trace_entry: Entry | None = None
         for p in item.value.entries.values():
             k = p.key.lower()
             v = p.node
@@ -823,6 +833,8 @@ class _Mapper:
                         raise self.fail(a, f'unknown field "{a.key}"')
                 if not source or not subject:
                     raise self.fail(p, "Expect an account name and a subject")
+                if k == "service" and trace_entry is not None:
+                    raise self.fail(trace_entry, "Detected allow_trace directive on a non-stream")
                 kind = k
             elif k == "prefix":
                 prefix = self.name_(p)
@@ -833,9 +845,8 @@ class _Mapper:
             elif k == "allow_trace":
                 if kind == "service":
                     raise self.fail(p, "Detected allow_trace directive on a non-stream")
-                if self.bool_(p):
-                    raise self.fail(p, 'field "allow_trace" in imports is a nats-server setting '
-                                       "that minijs does not support")
+                allow_trace = self.bool_(p)
+                trace_entry = p
             elif not p.used:
                 raise self.fail(p, f'unknown field "{p.key}"')
         if kind is None:
@@ -843,7 +854,8 @@ class _Mapper:
         if kind == "stream":
             if prefix and to:
                 raise self.fail(item, "Stream import can not have a 'prefix' and a 'to' property")
-            return Import(account, False, source or "", subject or "", to, prefix)
+            return Import(account, False, source or "", subject or "", to, prefix,
+                          allow_trace=allow_trace)
         return Import(account, True, source or "", subject or "", to or subject or "",
                       share=share)
 

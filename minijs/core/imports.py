@@ -294,11 +294,13 @@ def _stream_to(imp: Import) -> str:
 
 
 class _StreamImport:
-    __slots__ = ("pattern", "target", "transform", "literal_to")
+    __slots__ = ("pattern", "target", "transform", "literal_to", "allow_trace", "prefix")
 
     def __init__(self, imp: Import, target: "AccountLinks") -> None:
         self.pattern = imp.subject
         self.target = target
+        self.allow_trace = imp.allow_trace
+        self.prefix = imp.prefix.rstrip(".") + "." if imp.prefix else ""
         to = _stream_to(imp)
         self.transform = None
         self.literal_to = None
@@ -333,12 +335,13 @@ class _ServiceImport:
 
 
 class _ResponseImport:
-    __slots__ = ("target", "reply", "singleton", "threshold", "last", "timer")
+    __slots__ = ("target", "reply", "singleton", "threshold", "last", "timer", "keep")
 
     def __init__(self, target: "AccountLinks", reply: bytes, singleton: bool,
-                 threshold: float) -> None:
+                 threshold: float, keep: bool = False) -> None:
         self.target = target
         self.reply = reply
+        self.keep = keep  # a trace destination: lives until its threshold, whatever comes
         self.singleton = singleton
         self.threshold = threshold
         self.last = 0.0
@@ -446,6 +449,42 @@ class AccountLinks:
             exporter.drop_response(nrr)
         return n
 
+    def _service_traced(self, si: _ServiceImport, trace: Any, subject: bytes,
+                        reply: bytes | None, header: bytes | None, payload: bytes,
+                        origin: Any) -> int:
+        """A traced request through an export with ``allow_trace``: the exporter's receivers
+        are traced (``eg`` events naming their account), and the request they get names a
+        ``_R_`` trace destination that leads back to the requester's (nats-server's trace
+        response import); trace-only delivers nothing but counts the receivers."""
+        exporter = si.exporter
+        to = self.service_subject(si, subject)
+        only = trace.only
+        nrr = exporter.new_response(self, reply, si.export) if reply and not only else None
+        hdr = set_header(header, REQUEST_INFO, go_json(self._client_info(origin, si.share)))
+        tdest = None
+        if not only:
+            tdest = exporter.new_response(self, trace.dest.encode(), si.export, keep=True)
+            hdr = set_header(hdr, TRACE_DEST, tdest)
+        result = exporter.sublist.match(to)
+        subs = [sub for sub in result.plain if not sub.closed]
+        for members in result.groups.values():
+            sub = _pick(members, None)
+            if sub is not None:
+                subs.append(sub)
+        for sub in subs:
+            if sub.conn is not None:
+                trace.egress(sub.conn.cid, sub.conn.name, sub.subject.decode(errors="replace"),
+                             (sub.queue or b"").decode(), account=exporter.account)
+            if not only:
+                _deliver_sub(self.router, sub, to, nrr, hdr, payload)
+        n = len(subs)
+        if not n:
+            if nrr is not None:
+                exporter.drop_response(nrr)
+            if tdest is not None:
+                exporter.drop_response(tdest)
+        return n
+
     @staticmethod
     def service_subject(si: _ServiceImport, subject: bytes) -> bytes:
         """Where a request on ``subject`` goes in the exporting account (its mappings too)."""
@@ -480,6 +519,10 @@ class AccountLinks:
                         subs.append(sub)
                 for sub in subs:
                     trace.stream_export(si.target.account, to.decode(errors="replace"))
+                    if si.allow_trace and sub.conn is not None:
+                        # nats-server names the shadow subscription it made in this account
+                        trace.egress(sub.conn.cid, sub.conn.name, _shadow_subject(si, sub),
+                                     (sub.queue or b"").decode(), account=si.target.account)
                     if not only:
                         _deliver_sub(self.router, sub, to, reply, header, payload)
                     delivered += 1
@@ -488,7 +531,10 @@ class AccountLinks:
                 to = self.service_subject(si, subject)
                 trace.service_import(si.exporter.account, subject.decode(errors="replace"),
                                      to.decode(errors="replace"))
-                if not only:
+                if si.export.allow_trace:
+                    delivered += self._service_traced(si, trace, subject, reply, header,
+                                                      payload, origin)
+                elif not only:
                     delivered += self._service(si, subject, reply, header, payload, origin,
                                                None, (), untraced=True)
         if self.responses and subject.startswith(_REPLY_PREFIX):
@@ -525,12 +571,13 @@ class AccountLinks:
 
     # -- response imports (this account exported the service)
 
-    def new_response(self, requester: "AccountLinks", reply: bytes, export: Export) -> bytes:
+    def new_response(self, requester: "AccountLinks", reply: bytes, export: Export,
+                     keep: bool = False) -> bytes:
         subject = self.reply_prefix + _rand_token().encode()
         while subject in self.responses:
             subject = self.reply_prefix + _rand_token().encode()
         rsi = _ResponseImport(requester, reply, export.response_type == "Singleton",
-                              export.response_threshold)
+                              export.response_threshold, keep)
         clock = self.router.clock
         rsi.last = clock.monotonic()
         rsi.timer = clock.call_later(rsi.threshold, self._expire, subject)
@@ -571,7 +618,9 @@ class AccountLinks:
             back = target.responses.get(rsi.reply)  # a chained request: one more hop back
             if back is not None:
                 n += target._respond(rsi.reply, back, header, payload)
-        if not n or rsi.singleton or (not payload and header is None):
+        if rsi.keep:
+            rsi.last = self.router.clock.monotonic()
+        elif not n or rsi.singleton or (not payload and header is None):
             self.drop_response(subject)
         else:
             rsi.last = self.router.clock.monotonic()
@@ -622,6 +671,55 @@ def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
         stats.out_msgs += delivered
         stats.out_bytes += delivered * (len(payload) + (len(header) if header else 0))
     return delivered
+
+
+def _shadow_subject(si: _StreamImport, sub: Subscription) -> str:
+    """The subject of the subscription nats-server makes in the exporting account for an
+    importer's ``sub`` (its "shadow"): the import's own subject when ``sub`` covers all of
+    it, else ``sub``'s subject taken back through the prefix."""
+    mine = sub.subject.decode(errors="replace")
+    if si.literal_to is not None or _subset(_tokenize_back(si), mine):
+        return si.pattern
+    if si.prefix and mine.startswith(si.prefix):
+        return mine[len(si.prefix):]
+    if si.transform is None:
+        return mine
+    # a "to" mapping taken backwards: each wildcard of the import's subject gets the token
+    # ``sub`` has where the mapping put it
+    where: dict[int, int] = {}
+    rest = -1
+    for i, tok in enumerate(si.transform.dest.split(".")):
+        kind, idxs = _index_placeholders(tok)
+        if kind == "wildcard" and idxs:
+            where[idxs[0]] = i
+        elif tok == ">":
+            rest = i
+    toks = mine.split(".")
+    out, n = [], 0
+    for tok in si.pattern.split("."):
+        if tok == "*":
+            n += 1
+            i = where.get(n, -1)
+            out.append(toks[i] if 0 <= i < len(toks) else "*")
+        elif tok == ">":
+            out.append(".".join(toks[rest:]) if 0 <= rest < len(toks) else ">")
+        else:
+            out.append(tok)
+    return ".".join(out)
+
+
+def _tokenize_back(si: _StreamImport) -> str:
+    """The subjects an import delivers under in the importer, wildcards as ``*``/``>``."""
+    return si.pattern if si.transform is None else _wild_dest(si.transform.dest)
+
+
+def _wild_dest(dest: str) -> str:
+    """A transform destination with its ``$N`` / ``{{wildcard(N)}}`` tokens as ``*``."""
+    out = []
+    for tok in dest.split("."):
+        kind, _ = _index_placeholders(tok)
+        out.append("*" if kind == "wildcard" else tok)
+    return ".".join(out)
 
 
 def _deliver_sub(router: Any, sub: Subscription, subject: bytes, reply: bytes | None,

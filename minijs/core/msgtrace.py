@@ -177,10 +177,13 @@ class MsgTrace:
             self.events[0]["error"] = error
 
     def egress(self, cid: int, name: str, subscription: str, queue: str = "",
-               error: str = "") -> None:
+               error: str = "", account: str = "") -> None:
+        """A delivery to a client (``account``: the client's, when another account's)."""
         ev: dict[str, Any] = {"type": "eg", "ts": self._ts(), "kind": KIND_CLIENT, "cid": cid}
         if name:
             ev["name"] = name
+        if account:
+            ev["acc"] = account
         if subscription:
             ev["sub"] = subscription
         if queue:
