@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 from minijs.config import Export, Import, Mapping
 from minijs.core.msgtrace import go_json, go_time
-from minijs.core.subjects import subject_matches, subjects_overlap
+from minijs.core.subjects import is_subset, is_valid_subject, subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription
 from minijs.core.transform import (
     SubjectTransform, _index_placeholders, _MappingError, _new_subject_transform,
@@ -54,13 +54,6 @@ def _is_literal(subject: str) -> bool:
     return not any(t in ("*", ">") for t in subject.split("."))
 
 
-def _valid_subject(subject: str) -> bool:
-    if not subject or any(c in subject for c in " \t\r\n"):
-        return False
-    toks = subject.split(".")
-    return all(toks) and ">" not in toks[:-1]
-
-
 def _tokenize_wildcards(subject: str) -> str:
     """nats-server's ``transformTokenize``: ``a.*.>`` → ``a.$1.>`` (the identity mapping)."""
     out, i = [], 0
@@ -73,24 +66,6 @@ def _tokenize_wildcards(subject: str) -> str:
     return ".".join(out)
 
 
-def _subset(subject: str, pattern: str) -> bool:
-    """``isSubsetMatch``: every subject ``subject`` can stand for is matched by ``pattern``."""
-    st, pt = subject.split("."), pattern.split(".")
-    for i, p in enumerate(pt):
-        if i >= len(st):
-            return False
-        s = st[i]
-        if p == ">":
-            return True
-        if s == ">":
-            return False
-        if p == "*":
-            continue
-        if s == "*" or s != p:
-            return False
-    return len(st) == len(pt)
-
-
 # ----------------------------------------------------------------------------- config checks
 
 
@@ -100,8 +75,7 @@ def _strict_transform_error(src: str, dest: str) -> str | None:
     try:
         _new_subject_transform(src, dest)
     except _MappingError as exc:
-        text = str(exc)
-        return "invalid subject" if text == "invalid subject" else text
+        return str(exc)
     stoks = src.split(".")
     npwcs = stoks.count("*")
     if npwcs == 0 and ">" not in stoks:
@@ -133,14 +107,14 @@ def _authorized(exports: Iterable[Export], source: str, importer: str, subject: 
                 service: bool) -> bool:
     """``checkStreamImportAuthorized`` / ``checkServiceImportAuthorized``: an export of
     ``source`` of that kind whose subject covers ``subject``, open to ``importer``."""
-    if not _valid_subject(subject):
+    if not is_valid_subject(subject):
         return False
     mine = [e for e in exports if e.account == source and e.service == service and e.subject]
     for e in mine:
         if e.subject == subject:
             return _export_allows(e, importer, None)
     tokens = subject.split(".")
-    return any(_subset(subject, e.subject) and _export_allows(e, importer, tokens)
+    return any(is_subset(subject, e.subject) and _export_allows(e, importer, tokens)
                for e in mine)
 
 
@@ -159,7 +133,7 @@ def _service_cycle(imports: list[Import], account: str, dest: str, subject: str)
                 if si.source in visited:
                     return True
                 visited.add(acc)
-                f = si.to if _subset(si.to, frm) else frm
+                f = si.to if is_subset(si.to, frm) else frm
                 if walk(si.source, f, depth + 1):
                     return True
         return False
@@ -207,7 +181,7 @@ def check_imports(accounts: Iterable[str], exports: Iterable[Export],
             added.append(imp)
             continue
         local = imp.to or imp.subject
-        if not _valid_subject(local) or not _valid_subject(imp.subject):
+        if not is_valid_subject(local) or not is_valid_subject(imp.subject):
             return f'Error adding service import "{imp.subject}": sublist: invalid subject'
         if not _authorized(exports, imp.source, imp.account, imp.subject, True):
             return f'Error adding service import "{imp.subject}": service import not authorized'
@@ -678,7 +652,7 @@ def _shadow_subject(si: _StreamImport, sub: Subscription) -> str:
     importer's ``sub`` (its "shadow"): the import's own subject when ``sub`` covers all of
     it, else ``sub``'s subject taken back through the prefix."""
     mine = sub.subject.decode(errors="replace")
-    if si.literal_to is not None or _subset(_tokenize_back(si), mine):
+    if si.literal_to is not None or is_subset(_tokenize_back(si), mine):
         return si.pattern
     if si.prefix and mine.startswith(si.prefix):
         return mine[len(si.prefix):]
@@ -785,7 +759,7 @@ def _find_export(exports: list[Export], account: str, subject: str, service: boo
         if e.subject == subject:
             return e
     for e in mine:
-        if _subset(subject, e.subject):
+        if is_subset(subject, e.subject):
             return e
     return Export(account, subject, service)
 
