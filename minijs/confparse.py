@@ -443,8 +443,8 @@ class _Mapper:
         self.changes: dict[str, Any] = {}
         self.no_auth_entry: Entry | None = None
         self.system_entry: Entry | None = None
-        self.account_js_entries: list[Entry] = []
         self.accounts_entry: Entry | None = None
+        self.account_js_entries: list[Entry] = []
 
     def fail(self, where: Entry | Node, message: str) -> ConfigError:
         return ConfigError(message, self.path, where.line, where.col)

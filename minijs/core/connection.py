@@ -516,10 +516,10 @@ class Connection(asyncio.Protocol):
         if user.account != self.account:
             self.account = user.account
             self.sublist = self.server.account_sublist(user.account)
-            self.mappings = self.sublist.mappings
         clock = self.server.clock
         self.perms = (ClientPermissions(user.permissions, clock.monotonic)
                       if user.permissions is not None else None)
+        self.mappings = self.sublist.mappings
 
     def _violation(self, error: str, log: str) -> None:
         """A permissions violation: ``-ERR`` to the client (which stays connected) and the

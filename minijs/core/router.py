@@ -81,12 +81,6 @@ class Router:
         for name in config.accounts:
             self.account_sublists[name] = WatchedSublist()
         self._users = {u.user: u for u in config.users}
-        #: Accounts' exports/imports and mappings (minijs.core.imports), by account: each
-        #: involved account's sublist carries its ``links`` / ``mappings`` (None otherwise).
-        self.account_links: dict[str, Any] = {}
-        if config.imports or config.mappings:
-            from minijs.core import imports  # only configs with imports or mappings pay for it
-            self.account_links = imports.install(self, config)
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
@@ -117,6 +111,12 @@ class Router:
         #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
         self.account_traces: dict[str, tuple[str, int]] = {
             acc: (dest, sampling) for acc, dest, sampling in config.account_traces}
+        #: Accounts' exports/imports and mappings (minijs.core.imports), by account: each
+        #: involved account's sublist carries its ``links`` / ``mappings`` (None otherwise).
+        self.account_links: dict[str, Any] = {}
+        if config.imports or config.mappings:
+            from minijs.core import imports  # only configs with imports or mappings pay for it
+            self.account_links = imports.install(self, config)
 
     # ----------------------------------------------------------------- listener
 
