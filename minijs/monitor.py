@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
+from minijs.core.imports import account_report
 from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
@@ -686,14 +687,19 @@ class Monitor:
             return detail
         stats = self._sublist_stats(acc)
         detail["subscriptions"] = stats["num_subscriptions"]
+        # mappings, exports, imports (account_report), then responses after sublist_stats
+        before, after = account_report(server.config, acc,
+                                       getattr(server, "account_links", {}).get(acc))
+        detail.update(before)
         if jetstream:
-            detail["imports"] = [{
+            detail["imports"] = [*detail.get("imports", ()), {
                 "subject": "$JS.API.>", "account": SYSTEM_ACCOUNT, "to": "$JS.API.>",
                 "local_subject": "$JS.API.>", "type": "service", "invalid": False,
                 "share": True, "tracking": False,
             }]
         detail["name_tag"] = acc
         detail["sublist_stats"] = stats
+        detail.update(after)
         return detail
 
     # ----------------------------------------------------------------- /jsz

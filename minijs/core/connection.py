@@ -130,6 +130,8 @@ class Connection(asyncio.Protocol):
         self.user: str | None = None
         self.account = GLOBAL_ACCOUNT
         self.sublist = server.sublist
+        #: The account's subject mappings (minijs.core.imports.Mappings), None without any.
+        self.mappings = server.sublist.mappings
         self.perms: ClientPermissions | None = None
         #: The account's ``limits { }`` (None: none configured) and the subscription limit
         #: that applies (the server's, or the account's when smaller).
@@ -553,6 +555,7 @@ class Connection(asyncio.Protocol):
         clock = self.server.clock
         self.perms = (ClientPermissions(user.permissions, clock.monotonic)
                       if user.permissions is not None else None)
+        self.mappings = self.sublist.mappings
 
     def _violation(self, error: str, log: str) -> None:
         """A permissions violation: ``-ERR`` to the client (which stays connected) and the
@@ -584,6 +587,12 @@ class Connection(asyncio.Protocol):
                 self._violation(f"Permissions Violation for Publish to {dest}",
                                 f"Publish Violation - Subject {dest}")
                 return
+        if self.mappings is not None:
+            # nats-server maps the subject first: permissions apply to the mapped one.
+            mapped = self.mappings.map(subject)
+            if trace is not None and mapped != subject:
+                trace.subject_mapping(mapped.decode(errors="replace"))
+            subject = mapped
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only

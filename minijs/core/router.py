@@ -116,6 +116,12 @@ class Router:
         #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
         self.account_traces: dict[str, tuple[str, int]] = {
             acc: (dest, sampling) for acc, dest, sampling in config.account_traces}
+        #: Accounts' exports/imports and mappings (minijs.core.imports), by account: each
+        #: involved account's sublist carries its ``links`` / ``mappings`` (None otherwise).
+        self.account_links: dict[str, Any] = {}
+        if config.imports or config.mappings:
+            from minijs.core import imports  # only configs with imports or mappings pay for it
+            self.account_links = imports.install(self, config)
 
     # ----------------------------------------------------------------- listener
 
@@ -312,11 +318,14 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1  # a fault rule took it (and answered, or hands it on later)
-        # Each account has its own subscriptions: a client's message stays in its account.
+        # Each account has its own subscriptions: a client's message stays in its account,
+        # unless the account imports or exports (minijs.core.imports routes it then).
         if origin is not None:
             sublist = origin.sublist
         elif sublist is None:
             sublist = self.sublist
+        if sublist.links is not None:
+            return sublist.links.publish(subject, reply, header, payload, origin)
         result = sublist.match(subject)
         groups = result.groups
         delivered = 0
@@ -362,7 +371,8 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1
-        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        sublist = origin.sublist if origin is not None else self.sublist
+        result = sublist.match(subject)
         only = trace.only
         delivered = 0
         sent = 0
@@ -400,6 +410,9 @@ class Router:
             stats = self.stats
             stats.out_msgs += sent
             stats.out_bytes += sent * (len(payload) + (len(header) if header else 0))
+        if sublist.links is not None:  # across accounts (minijs.core.imports)
+            delivered += sublist.links.publish_traced(trace, subject, reply, header, payload,
+                                                      origin)
         if not delivered and reply and origin is not None and origin.no_responders:
             self.no_responders(subject, reply, origin)
         return delivered
@@ -508,6 +521,11 @@ class WatchedSublist(Sublist):
     """The server's sublist: a :class:`Sublist` that also tells watchers when a subscription
     on a watched literal subject is inserted or removed (whoever removes it: UNSUB, a closed
     connection, auto-unsubscribe)."""
+
+    #: The account's :class:`~minijs.core.imports.AccountLinks` when it imports or exports,
+    #: and its :class:`~minijs.core.imports.Mappings` when it has mappings (None: no cost).
+    links: Any = None
+    mappings: Any = None
 
     def __init__(self) -> None:
         super().__init__()

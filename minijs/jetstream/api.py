@@ -23,7 +23,7 @@ from minijs.core.msgtrace import SYSTEM_ACCOUNT
 from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream import errors as E
-from minijs.jetstream.transform import SubjectTransform
+from minijs.core.transform import SubjectTransform
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire

@@ -62,7 +62,7 @@ from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories, new_id
 from minijs.jetstream.configs import UNSUPPORTED_ORIGIN
 from minijs.jetstream.store.base import StoredMessage, subject_matches
-from minijs.jetstream.transform import SubjectTransform
+from minijs.core.transform import SubjectTransform
 
 if TYPE_CHECKING:
     from minijs.clock import Clock, Timer

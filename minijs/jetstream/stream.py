@@ -179,7 +179,7 @@ class Stream:
                             + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
-            from minijs.jetstream.transform import SubjectTransform
+            from minijs.core.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
         if not cfg.allow_batched and getattr(self, "fast_batches", None) is not None:
@@ -188,7 +188,7 @@ class Stream:
             self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
         if cfg.republish and cfg.republish.get("dest"):
-            from minijs.jetstream.transform import SubjectTransform
+            from minijs.core.transform import SubjectTransform
             self._republish = SubjectTransform(cfg.republish.get("src", "") or ">",
                                                cfg.republish["dest"])
 
