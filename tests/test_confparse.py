@@ -314,7 +314,7 @@ def test_used_variable_definitions_are_not_unknown_fields():
     ("tls { cert_file: x }", "does not support"),
     ("jetstream { key: s3cr3t }", 'field "key" in jetstream'),
     ("authorization { nkeys: [] }", 'field "nkeys" in authorization'),
-    ("accounts { A: { limits: {} } }", 'field "limits" in account'),
+    ("accounts { A: { nkey: UABC } }", 'field "nkey" in account'),
     ("accounts { A: { imports: [ {service: {account: A}} ] } }", "Expect an account name and a subject"),
     ('port: "4222"', "port: expected an integer, got string '4222'"),
     ("max_payload: \"1KB\"", "max_payload: expected an integer"),
