@@ -249,3 +249,53 @@ def test_js_accounts_monitoring(target: str, spawn: SpawnFn, tmp_path: Path) -> 
     finally:
         a.close()
         c.close()
+
+
+IMPORTED = """
+jetstream {}
+accounts {
+  A: { jetstream: enabled, users: [ {user: a, password: a} ],
+       exports: [ {service: "$JS.API.>", response_type: stream}, {service: "$JS.ACK.>"},
+                  {service: "orders.>"} ] }
+  B: { users: [ {user: b, password: b} ],
+       imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "JSA.API.>"},
+                  {service: {account: A, subject: "$JS.ACK.>"}},
+                  {service: {account: A, subject: "orders.>"}} ] }
+}
+"""
+
+
+def test_js_accounts_api_through_an_import(target: str, spawn: SpawnFn) -> None:
+    """B uses A's JetStream through imports (the pattern of a shared JetStream account): the
+    API under B's prefix, publishes with their acks, a pull whose messages keep their stored
+    subject on the way back, and acks; the stream and its consumer live in A."""
+    srv = spawn(config=IMPORTED)
+    b = login(srv, "b")
+    a = login(srv, "a")
+    try:
+        created = json.loads(b.request("JSA.API.STREAM.CREATE.ORDERS", json.dumps(
+            {"name": "ORDERS", "subjects": ["orders.>"], "storage": "memory"})).data)
+        assert created["config"]["name"] == "ORDERS", created
+        for i in range(3):
+            ack = json.loads(b.request(f"orders.{i}", f"o{i}").data)
+            assert ack == {"stream": "ORDERS", "seq": i + 1}
+        assert a.api("STREAM.INFO.ORDERS")["state"]["messages"] == 3
+        consumer = json.loads(b.request("JSA.API.CONSUMER.CREATE.ORDERS.D", json.dumps(
+            {"stream_name": "ORDERS", "config": {"durable_name": "D",
+                                                 "ack_policy": "explicit"}})).data)
+        assert consumer["name"] == "D", consumer
+        b.send("JSA.API.CONSUMER.MSG.NEXT.ORDERS.D", {"batch": 3, "expires": 2_000_000_000},
+               reply=b.new_reply())
+        # delivered to the request's reply subject, under the subject each was stored with
+        got = [b.next_msg(f"orders.{i}") for i in range(3)]
+        assert [(m.subject, m.data) for m in got] == [(f"orders.{i}", f"o{i}".encode())
+                                                      for i in range(3)]
+        assert got[0].reply.startswith("$JS.ACK.ORDERS.D.1.1.1.")
+        assert b.request(got[0].reply, b"+ACK").data == b""  # an ack with a reply is confirmed
+        info = wait_for(lambda: (lambda i: i if i["num_ack_pending"] == 2 else None)(
+            a.api("CONSUMER.INFO.ORDERS.D")))
+        assert info["ack_floor"]["stream_seq"] == 1
+        assert json.loads(b.request("$JS.API.INFO", b"").data)["error"] == NOT_ENABLED
+    finally:
+        a.close()
+        b.close()

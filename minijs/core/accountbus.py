@@ -12,7 +12,8 @@ Invariants:
 * a message the engine publishes with no client origin is routed in the account's sublist only;
   with a client origin, in that client's (which is the account's, since only the account's
   clients reach its engine);
-* internal subscriptions and interest watches are made in the account's sublist;
+* internal subscriptions and interest watches are made in the account's sublist; a live
+  response import (``_R_.…``, see :mod:`minijs.core.imports`) counts as interest;
 * anything else (clock, logger, config, server identity, fault hooks, connections) is the
   router's own, read through at each use.
 """
@@ -33,13 +34,19 @@ class AccountBus:
         self.router = router
         self.account = account
         self.sublist: WatchedSublist = router.account_sublist(account)
-        #: ``has_interest(subject)``: does any live subscription of the account match?
-        self.has_interest = self.sublist.has_interest
 
     def __getattr__(self, name: str) -> Any:
         # Everything not bound to the account is the router's (looked up at each use, so
         # hooks set later, such as fault injection, are seen).
         return getattr(self.router, name)
+
+    def has_interest(self, subject: bytes) -> bool:
+        """Does any live subscription of the account match, or is ``subject`` a live response
+        import (the reply of a request that came through a service import)?"""
+        if self.sublist.has_interest(subject):
+            return True
+        links = self.sublist.links
+        return links is not None and subject in links.responses
 
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: Any = None) -> int:

@@ -600,6 +600,27 @@ class AccountLinks:
             rsi.last = self.router.clock.monotonic()
         return n
 
+    def respond_as(self, subject: bytes, stored: bytes, reply: bytes | None,
+                   header: bytes | None, payload: bytes) -> int:
+        """A message for the response import ``subject`` whose MSG line keeps ``stored`` (a
+        JetStream consumer's delivery to a pull request that came through an import): on to
+        the requester's reply, hop by hop, as :meth:`_respond` sends a plain response."""
+        rsi = self.responses.get(subject)
+        if rsi is None:
+            return 0
+        router = self.router
+        target = rsi.target
+        n = router.deliver_as_in(target.sublist, rsi.reply, stored, reply, header, payload)
+        if target.responses and rsi.reply.startswith(_REPLY_PREFIX):
+            n += target.respond_as(rsi.reply, stored, reply, header, payload)
+        if rsi.keep:
+            rsi.last = router.clock.monotonic()
+        elif not n or rsi.singleton or (not payload and header is None):
+            self.drop_response(subject)
+        else:
+            rsi.last = router.clock.monotonic()
+        return n
+
     def num_responses(self) -> int:
         return len(self.responses)
 

@@ -481,7 +481,19 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_deliver(target, subject, reply, hdr, data):
             return 1  # a fault rule dropped or delayed it
-        result = (sublist if sublist is not None else self.sublist).match(target)
+        if sublist is None:
+            sublist = self.sublist
+        delivered = self.deliver_as_in(sublist, target, subject, reply, hdr, data)
+        if sublist.links is not None and target.startswith(b"_R_."):
+            # a reply to a request that came through a service import (a pull through an
+            # imported JetStream API): on to the requester, still under the stored subject
+            delivered += sublist.links.respond_as(target, subject, reply, hdr, data)
+        return delivered
+
+    def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
+                      hdr: bytes | None, data: bytes) -> int:
+        """:meth:`deliver_as` within one account's ``sublist`` (no fault rules, no imports)."""
+        result = sublist.match(target)
         groups = result.groups
         delivered = 0
         for sub in result.plain:
