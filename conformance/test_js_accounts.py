@@ -295,6 +295,11 @@ def test_js_accounts_api_through_an_import(target: str, spawn: SpawnFn) -> None:
         info = wait_for(lambda: (lambda i: i if i["num_ack_pending"] == 2 else None)(
             a.api("CONSUMER.INFO.ORDERS.D")))
         assert info["ack_floor"]["stream_seq"] == 1
+        # a filter subject in the request subject keeps its ">" through the import's mapping
+        filtered = json.loads(b.request("JSA.API.CONSUMER.CREATE.ORDERS.F.orders.>", json.dumps(
+            {"stream_name": "ORDERS", "config": {"name": "F", "filter_subject": "orders.>"}}
+        )).data)
+        assert filtered["config"]["filter_subject"] == "orders.>", filtered
         assert json.loads(b.request("$JS.API.INFO", b"").data)["error"] == NOT_ENABLED
     finally:
         a.close()

@@ -145,3 +145,35 @@ async def test_readme_accounts_config_starts(tmp_path):
         finally:
             await guest.close()
             await billing.close()
+
+
+async def test_nats_py_through_an_imported_jetstream_api():
+    """The README's shared-JetStream pattern with nats-py: prefix API, publish, pull, ack."""
+    from minijs.confparse import parse_config
+
+    cfg = parse_config("""
+    jetstream {}
+    accounts {
+      A: { jetstream: enabled, users: [ {user: a, password: a} ],
+           exports: [ {service: "$JS.API.>", response_type: stream}, {service: "$JS.ACK.>"},
+                      {service: "orders.>"} ] }
+      B: { users: [ {user: b, password: b} ],
+           imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "JSA.API.>"},
+                      {service: {account: A, subject: "$JS.ACK.>"}},
+                      {service: {account: A, subject: "orders.>"}} ] }
+    }
+    """).with_overrides(port=0)
+    async with Server(cfg) as srv:
+        nc = await nats.connect(srv.client_url, user="b", password="b")
+        try:
+            js = nc.jetstream(prefix="JSA.API")
+            await js.add_stream(name="ORDERS", subjects=["orders.>"], storage="memory")
+            ack = await js.publish("orders.1", b"one")
+            assert (ack.stream, ack.seq) == ("ORDERS", 1)
+            sub = await js.pull_subscribe("orders.>", durable="D", stream="ORDERS")
+            msgs = await sub.fetch(1, timeout=2)
+            assert (msgs[0].subject, msgs[0].data) == ("orders.1", b"one")
+            await msgs[0].ack_sync()
+            assert srv.consumer("ORDERS", "D", account="A").num_ack_pending == 0
+        finally:
+            await nc.close()

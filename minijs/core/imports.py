@@ -304,7 +304,7 @@ class _ServiceImport:
             return self.export_subject.encode()
         if self.transform is None:
             return subject  # the same wildcard subject in both accounts: the published one
-        out = self.transform.apply(subject.decode(errors="surrogateescape"))
+        out = self.transform.apply(subject.decode(errors="surrogateescape"), literal=False)
         return subject if out is None else out.encode(errors="surrogateescape")
 
 

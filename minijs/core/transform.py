@@ -462,8 +462,12 @@ class SubjectTransform:
         """True if ``apply`` would transform ``subject`` (always true for the identity)."""
         return self.apply(subject) is not None
 
-    def apply(self, subject: str) -> str | None:
-        """The transformed subject, or ``None`` if ``subject`` does not match ``src``."""
+    def apply(self, subject: str, *, literal: bool = True) -> str | None:
+        """The transformed subject, or ``None`` if ``subject`` does not match ``src``.
+
+        ``literal=False`` takes a subject with ``*`` / ``>`` tokens as plain tokens (nats-server's
+        ``TransformSubject``, which service imports use: a request may be published on
+        ``$JS.API.CONSUMER.CREATE.S.C.orders.>``)."""
         if self._identity:
             return subject
         lit = self._literal_src
@@ -478,7 +482,8 @@ class SubjectTransform:
         if n != self._nstoks and (n < self._nstoks or not self._fwc):
             return None
         # not a valid literal subject: an empty token, or a "*" / ">" token
-        if "" in toks or (("*" in subject or ">" in subject) and ("*" in toks or ">" in toks)):
+        if "" in toks or (literal and ("*" in subject or ">" in subject)
+                          and ("*" in toks or ">" in toks)):
             return None
         if self._lit_get is not None and self._lit_get(toks) != self._lit_vals:
             return None
