@@ -585,8 +585,10 @@ def test_bad_imports_refused(target: str, tmp_path: Path, text: str, message: st
 
 
 APP_CONF = """
+jetstream { store_dir: "STORE" }
 accounts {
   ORDERS: {
+    jetstream: { max_mem: 1M, max_streams: 1 }
     users: [ {user: orders, password: po} ]
     exports: [
       {service: "orders.create"}
@@ -610,13 +612,17 @@ no_auth_user: auditor
 """
 
 
-async def test_three_account_app(target: str, spawn: SpawnFn, nats_connect: Any) -> None:
-    """A small application across three accounts: ORDERS serves ``orders.create`` and
-    publishes ``orders.events.*``; SHOP (a user with permissions) places orders through its
-    service import and watches the events through a stream import with a prefix; AUDIT, the
-    ``no_auth_user``, sees every event under ``audit.>`` without credentials."""
-    ep = spawn(config=APP_CONF)
+async def test_three_account_app(target: str, spawn: SpawnFn, nats_connect: Any,
+                                 tmp_path: Any) -> None:
+    """A small application across three accounts: ORDERS serves ``orders.create``, keeps
+    each order in its JetStream (with account limits) and publishes ``orders.events.*``; SHOP
+    (a user with permissions) places orders through its service import and watches the
+    events through a stream import with a prefix; AUDIT, the ``no_auth_user``, sees every
+    event under ``audit.>`` without credentials and has no JetStream."""
+    ep = spawn(config=APP_CONF.replace("STORE", str(tmp_path / "js")))
     orders = await nats_connect(ep, user="orders", password="po")
+    ojs = orders.jetstream()
+    await ojs.add_stream(name="BOOK", subjects=["book.>"], storage="memory")
     shop = await nats_connect(ep, user="shop", password="ps")
     audit = await nats_connect(ep)
     seq = 0
@@ -625,6 +631,7 @@ async def test_three_account_app(target: str, spawn: SpawnFn, nats_connect: Any)
         nonlocal seq
         seq += 1
         assert json.loads(m.headers["Nats-Request-Info"])["acc"] == "SHOP"
+        await ojs.publish(f"book.{seq}", m.data)
         await orders.publish(f"orders.events.{seq}", m.data)
         await m.respond(f"order-{seq}".encode())
 
@@ -647,4 +654,12 @@ async def test_three_account_app(target: str, spawn: SpawnFn, nats_connect: Any)
 
     with pytest.raises(nats.errors.NoRespondersError):
         await audit.request("orders.create", b"x", timeout=2)
+    import nats.js.errors
+
+    assert (await ojs.stream_info("BOOK")).state.messages == 3
+    with pytest.raises(nats.js.errors.APIError) as limit:
+        await ojs.add_stream(name="MORE", subjects=["more"], storage="memory")
+    assert limit.value.err_code == 10027  # ORDERS may have one stream
+    reply = await audit.request("$JS.API.INFO", b"", timeout=2)
+    assert json.loads(reply.data)["error"]["err_code"] == 10039
     await asyncio.sleep(0)
