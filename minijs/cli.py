@@ -60,9 +60,8 @@ Test Control (minijs only):
                                      jumping to the next timer when idle (also MINIJS_CLOCK)
 
 Event Loop (minijs only):
-        --loop <auto|asyncio|uvloop> auto (default): uvloop when installed, else asyncio
-                                     (also MINIJS_LOOP; pip install 'minijs[uvloop]')
-        --no-uvloop                  The same as --loop asyncio
+        --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
+                                     or uvloop when installed (also MINIJS_LOOP)
 
 Common Options:
     -h, --help                       Show this message
@@ -121,7 +120,6 @@ _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
 _flag(("loop",), "loop", "str")
-_flag(("no-uvloop",), "no_uvloop", "bool")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
@@ -274,12 +272,9 @@ def clock_choice(given: dict[str, Any]) -> str:
 
 
 def event_loop_choice(given: dict[str, Any]) -> str:
-    """``asyncio`` or ``uvloop``, from ``--no-uvloop``, ``--loop`` or ``MINIJS_LOOP`` (default
-    auto: uvloop when it is installed)."""
+    """``asyncio`` or ``uvloop``, from ``--loop`` or ``MINIJS_LOOP`` (default asyncio)."""
     from minijs.eventloop import LoopError, loop_choice
 
-    if given.get("no_uvloop"):
-        return "asyncio"
     try:
         return loop_choice(given.get("loop"))
     except LoopError as exc:

@@ -423,7 +423,7 @@ class ServerThread:
     def _run(self) -> None:
         from minijs.eventloop import loop_choice, loop_factory
 
-        try:  # uvloop when installed, unless MINIJS_LOOP=asyncio (minijs/eventloop.py)
+        try:  # asyncio, or uvloop with MINIJS_LOOP=uvloop|auto (minijs/eventloop.py)
             loop = loop_factory(loop_choice())()
         except BaseException as exc:  # reported to the starting thread
             self._error = exc

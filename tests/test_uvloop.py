@@ -1,6 +1,6 @@
-"""The event loop where minijs owns it: the ``minijs`` command and ``ServerThread`` take uvloop
-(the ``minijs[uvloop]`` extra) when it is installed and ``auto`` prefers it, asyncio with
-``--loop asyncio`` / ``--no-uvloop`` / ``MINIJS_LOOP=asyncio``; the virtual and auto clocks and
+"""The event loop where minijs owns it: the ``minijs`` command and ``ServerThread`` run asyncio's
+loop by default and uvloop (the ``minijs[uvloop]`` extra) with ``--loop uvloop`` /
+``MINIJS_LOOP=uvloop``, or with ``auto`` when it is installed; the virtual and auto clocks and
 the pytest fixtures work on either.
 
 The tests that run uvloop skip when it is not importable; the ``test`` extra installs it (CI
@@ -20,7 +20,7 @@ import nats
 import pytest
 
 from minijs.cli import UsageError, event_loop_choice, parse_args
-from minijs.eventloop import AUTO_PREFERS_UVLOOP, ENV, LoopError, loop_choice
+from minijs.eventloop import ENV, LoopError, loop_choice
 from minijs.server import ServerThread
 
 from control_kit import S, arrived, nothing_arrived, pull
@@ -51,17 +51,27 @@ def without_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
 # ----------------------------------------------------------------------------- the choice
 
 
+def test_asyncio_is_the_default() -> None:
+    assert loop_choice() == "asyncio"
+    assert event_loop_choice(parse_args([])) == "asyncio"
+
+
 @needs_uvloop
-def test_auto_takes_uvloop_when_installed() -> None:
-    expected = "uvloop" if AUTO_PREFERS_UVLOOP else "asyncio"
-    assert loop_choice() == expected
-    assert loop_choice("auto") == expected
-    assert event_loop_choice(parse_args([])) == expected
+def test_uvloop_and_auto_take_uvloop_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert loop_choice("uvloop") == "uvloop"
+    assert loop_choice("auto") == "uvloop"
+    assert event_loop_choice(parse_args(["--loop", "uvloop"])) == "uvloop"
+    assert event_loop_choice(parse_args(["--loop=auto"])) == "uvloop"
+    monkeypatch.setenv(ENV, "uvloop")
+    assert event_loop_choice(parse_args([])) == "uvloop"
+    assert event_loop_choice(parse_args(["--loop", "asyncio"])) == "asyncio"  # the flag wins
+    monkeypatch.setenv(ENV, "auto")
+    assert loop_choice() == "uvloop"
 
 
 def test_auto_falls_back_to_asyncio_without_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
     without_uvloop(monkeypatch)
-    assert loop_choice() == "asyncio"
+    assert loop_choice("auto") == "asyncio"
     assert event_loop_choice(parse_args(["--loop", "auto"])) == "asyncio"
     with pytest.raises(LoopError, match=r"uvloop is not installed: pip install 'minijs\[uvloop\]'"):
         loop_choice("uvloop")
@@ -69,22 +79,9 @@ def test_auto_falls_back_to_asyncio_without_uvloop(monkeypatch: pytest.MonkeyPat
         event_loop_choice(parse_args(["--loop", "uvloop"]))
 
 
-@needs_uvloop
-def test_off_switches_pick_asyncio(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert event_loop_choice(parse_args(["--no-uvloop"])) == "asyncio"
-    assert event_loop_choice(parse_args(["--loop", "asyncio"])) == "asyncio"
-    assert event_loop_choice(parse_args(["--loop=uvloop"])) == "uvloop"
-    monkeypatch.setenv(ENV, "asyncio")
-    assert event_loop_choice(parse_args([])) == "asyncio"
-    assert event_loop_choice(parse_args(["--loop", "uvloop"])) == "uvloop"  # the flag wins
-    monkeypatch.setenv(ENV, "uvloop")
-    assert event_loop_choice(parse_args([])) == "uvloop"
-    assert event_loop_choice(parse_args(["--no-uvloop"])) == "asyncio"
-
-
 def test_unknown_loop_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(UsageError, match='invalid value "trio" for flag -loop: use auto, '
-                                         'asyncio or uvloop'):
+    with pytest.raises(UsageError, match='invalid value "trio" for flag -loop: use asyncio, '
+                                         'uvloop or auto'):
         event_loop_choice(parse_args(["--loop", "trio"]))
     monkeypatch.setenv(ENV, "nope")
     with pytest.raises(LoopError, match='invalid value "nope"'):
@@ -134,34 +131,47 @@ def loop_line(lines: list[str]) -> str:
     return found[0].split("Event loop: ", 1)[1]
 
 
-@needs_uvloop
-def test_cli_runs_on_uvloop_by_default() -> None:
-    code, lines = spawn_minijs("-js")
-    expected = f"uvloop {uvloop.__version__}" if AUTO_PREFERS_UVLOOP else "asyncio"
-    assert loop_line(lines).startswith(expected)
-    assert code == 0 and any("Server Exiting.." in line for line in lines)
-
-
 @pytest.mark.parametrize("flags,env", [
-    (["--no-uvloop"], {}),
-    (["--loop", "asyncio"], {}),
+    ([], {}),
+    (["--loop", "asyncio"], {ENV: "uvloop"}),
     ([], {ENV: "asyncio"}),
 ])
-def test_cli_off_switch_runs_asyncio(flags: list[str], env: dict[str, str]) -> None:
-    code, lines = spawn_minijs(*flags, env=env)
+def test_cli_runs_asyncio_by_default_and_when_told(flags: list[str], env: dict[str, str]
+                                                   ) -> None:
+    code, lines = spawn_minijs("-js", *flags, env=env)
     assert loop_line(lines).startswith("asyncio (")
     assert code == 0 and any("Server Exiting.." in line for line in lines)
 
 
 @needs_uvloop
-def test_cli_loop_uvloop_and_no_debug_line_without_debug() -> None:
-    code, lines = spawn_minijs("--loop", "uvloop", env={ENV: "asyncio"})
-    assert loop_line(lines).startswith("uvloop ")
-    assert code == 0
+@pytest.mark.parametrize("flags,env", [
+    (["--loop", "uvloop"], {}),
+    (["--loop=auto"], {}),
+    ([], {ENV: "uvloop"}),
+])
+def test_cli_runs_uvloop_when_asked(flags: list[str], env: dict[str, str]) -> None:
+    code, lines = spawn_minijs("-js", *flags, env=env)
+    assert loop_line(lines) == f"uvloop {uvloop.__version__}"
+    assert code == 0 and any("Server Exiting.." in line for line in lines)
+
+
+def test_no_event_loop_line_without_debug() -> None:
     environ = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-m", "minijs", "--loop", "uvloop", "-t"],
-                         capture_output=True, text=True, env=environ, timeout=30)
-    assert "Event loop" not in out.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "minijs", "-a", "127.0.0.1", "-p", "-1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=environ)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "Server is ready" in line:
+                break
+        proc.terminate()
+        rest = proc.communicate(timeout=20)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and "Event loop" not in rest
 
 
 def test_cli_refuses_an_unknown_loop() -> None:
@@ -169,7 +179,7 @@ def test_cli_refuses_an_unknown_loop() -> None:
     out = subprocess.run([sys.executable, "-m", "minijs", "--loop", "trio"], capture_output=True,
                          text=True, env=environ, timeout=30)
     assert out.returncode == 1
-    assert 'minijs: invalid value "trio" for flag -loop: use auto, asyncio or uvloop' in out.stderr
+    assert 'minijs: invalid value "trio" for flag -loop: use asyncio, uvloop or auto' in out.stderr
 
 
 # ----------------------------------------------------------------------------- ServerThread
@@ -179,14 +189,16 @@ def loop_kind(srv: ServerThread) -> str:
     return type(srv._loop).__module__.split(".")[0]
 
 
-@needs_uvloop
-def test_server_thread_takes_uvloop_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    with ServerThread() as srv:
-        assert loop_kind(srv) == ("uvloop" if AUTO_PREFERS_UVLOOP else "asyncio")
-    monkeypatch.setenv(ENV, "asyncio")
+def test_server_thread_runs_asyncio_by_default() -> None:
     with ServerThread() as srv:
         assert loop_kind(srv) == "asyncio"
-    monkeypatch.setenv(ENV, "uvloop")
+
+
+@needs_uvloop
+@pytest.mark.parametrize("value", ["uvloop", "auto"])
+def test_server_thread_runs_uvloop_when_asked(value: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, value)
     with ServerThread() as srv:
         assert loop_kind(srv) == "uvloop"
 
@@ -245,9 +257,18 @@ async def test_in_process_server_keeps_the_callers_loop() -> None:
         assert type(asyncio.get_running_loop()).__module__.startswith("asyncio")
 
 
-@needs_uvloop
-def test_sync_fixture_runs_on_uvloop(minijs_server: Any) -> None:
-    """The pytest plugin's ServerThread fixture gets the same loop as ServerThread."""
-    assert loop_kind(minijs_server) == ("uvloop" if AUTO_PREFERS_UVLOOP else "asyncio")
+@pytest.fixture
+def loop_env(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, kind)
+
+
+@pytest.mark.parametrize("kind", LOOP_KINDS)
+@pytest.mark.minijs(clock="virtual")
+def test_sync_fixture_on_either_loop(kind: str, loop_env: None, minijs_server: Any) -> None:
+    """The pytest plugin's sync fixture (a ServerThread) on the loop MINIJS_LOOP names, with a
+    virtual clock."""
+    assert loop_kind(minijs_server) == kind
+    minijs_server.clock.advance(5)
+    assert minijs_server.clock.monotonic() == 5
     with socket.create_connection(("127.0.0.1", minijs_server.port)) as sock:
         assert sock.recv(4096).startswith(b"INFO ")
