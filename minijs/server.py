@@ -492,7 +492,14 @@ class ServerThread:
         return self
 
     def _run(self) -> None:
-        loop = asyncio.new_event_loop()
+        from minijs.eventloop import loop_choice, loop_factory
+
+        try:  # asyncio, or uvloop with MINIJS_LOOP=uvloop|auto (minijs/eventloop.py)
+            loop = loop_factory(loop_choice())()
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+            return
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:

@@ -177,8 +177,8 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------- transport callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's is not an asyncio.Transport subclass: no isinstance).
+        self.transport = transport  # type: ignore[assignment]
         server = self.server
         self.start_time = server.clock.time()
         self.last_in = REAL_CLOCK.monotonic()
