@@ -703,16 +703,15 @@ UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
 domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
 
 
-UNSUPPORTED_ORIGIN = "mirrors and sources of interest or work-queue streams (retention)"
-"""nats-server follows those origins with durable consumers acknowledged by flow control,
-visible on the origin; minijs refuses them (at create and update when the origin exists, in
-the link's ``error`` when it appears later)."""
+UNSUPPORTED_ORIGIN = "interest retention for a stream followed by mirrors or sources (retention)"
+"""A limits stream already followed by mirrors or sources updated to interest retention:
+nats-server keeps following it with the ephemeral direct consumers it had, acked by delivery;
+minijs refuses the update (mirrors and sources of interest or work-queue streams created as
+such are supported, through durable sourcing consumers)."""
 
 
 def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
-    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option
-    (with ``lookup``, also for an existing origin of a mirror or source that is not a limits
-    stream)."""
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
     for name, what in UNSUPPORTED_FIELDS.items():
         v = getattr(cfg, name)
         if v:
@@ -723,9 +722,6 @@ def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -
         for name, what in UNSUPPORTED_SOURCE_FIELDS.items():
             if src.get(name) is not None:
                 raise E.unsupported_feature(what)
-        origin = lookup(src["name"]) if lookup is not None else None
-        if origin is not None and origin.retention != "limits":
-            raise E.unsupported_feature(UNSUPPORTED_ORIGIN)
 
 
 # --------------------------------------------------------------------------------------------
