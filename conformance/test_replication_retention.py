@@ -3,7 +3,9 @@ durable sourcing consumer it shows like any other (``JS_MIRROR_<hash>`` / ``JS_S
 ``ack_policy: flow_control``, ``sourcing``, the follower named in its metadata), and removes a
 message only once that consumer (and every other one still interested) has acked it. Deleting
 the follower, or removing the source by an update, deletes the consumer; file-stored
-followers resume after a restart with no gap and no duplicate.
+followers resume after a restart with no gap and no duplicate. A mirror or source may instead
+name (``consumer``) a durable ``flow_control`` consumer the application made: it reads through
+that one, which stays when the follower goes.
 
 Flow-control acks come about once per heartbeat (1 s) on nats-server: every wait on the origin
 draining polls with a generous timeout; nothing asserts when the acks happen.
@@ -270,3 +272,94 @@ def test_file_retention_followers_resume_after_restart(target: str, spawn: Any, 
     drained(js, origin, 10)
     assert sorted(consumer_names(js, origin)) == names
     js.close()
+
+
+# ---------------------------------------------------------------------- a given consumer
+
+
+def _fc_consumer(js: JsClient, stream: str, name: str, deliver: str, **extra: Any) -> None:
+    out = js.api(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": {
+        "durable_name": name, "ack_policy": "flow_control", "deliver_subject": deliver,
+        "max_ack_pending": 100, **extra}})
+    assert "error" not in out, out
+
+
+def test_mirror_and_source_through_a_given_consumer(target: str, js: JsClient) -> None:
+    """``consumer`` names a durable ``flow_control`` push consumer the application made on the
+    origin: the follower reads through it (no consumer of its own appears), acks it, and the
+    source header names the origin with ``:C=<hash of the consumer>``; deleting the followers
+    leaves the consumers alone."""
+    wq, lim, mirror, s = unique_name(), unique_name(), unique_name(), unique_name()
+    wp, lp = wq.lower(), lim.lower()
+    js.create(wq, subjects=[f"{wp}.>"], retention="workqueue")
+    js.create(lim, subjects=[f"{lp}.>"])
+    for i in range(3):
+        js.pub_ok(f"{wp}.job", b"%d" % i)
+        js.pub_ok(f"{lp}.a", b"%d" % i)
+    _fc_consumer(js, wq, "UC", f"dlv.{wp}")
+    _fc_consumer(js, lim, "LC", f"dlv.{lp}", filter_subject=f"{lp}.a")
+    js.create(mirror, mirror={"name": wq, "consumer": {"name": "UC", "deliver_subject": f"dlv.{wp}"}})
+    js.create(s, sources=[{"name": lim, "consumer": {"name": "LC", "deliver_subject": f"dlv.{lp}"}}])
+    wait_messages(js, mirror, 3)
+    wait_messages(js, s, 3)
+    assert [m["seq"] for m in messages(js, mirror)] == [1, 2, 3]
+    ident = get_hash(js.info(lim)["created"])
+    headers = [base64.b64decode(m["hdrs"]).decode() for m in messages(js, s)]
+    assert headers == [f"NATS/1.0\r\nNats-Stream-Source: {lim}:C={get_hash('LC')} {i} > > {lp}.a "
+                       f"{ident}\r\n\r\n" for i in (1, 2, 3)]
+    drained(js, wq, 3)
+    assert consumer_names(js, wq) == ["UC"]
+    assert consumer_names(js, lim) == ["LC"]
+    for stream, name in ((wq, "UC"), (lim, "LC")):
+        info = wait_for(lambda: (i := consumer_info(js, stream, name))["ack_floor"]["stream_seq"] == 3
+                        and i, DRAIN)
+        assert info["push_bound"] is True
+        assert (info["delivered"]["stream_seq"], info["num_ack_pending"]) == (3, 0)
+    js.pub_ok(f"{lp}.a", b"3")
+    wait_messages(js, s, 4)
+    wait_for(lambda: js.info(s)["sources"][0].get("seq") == 4)
+    js.delete(mirror)
+    js.created.remove(mirror)
+    js.delete(s)
+    js.created.remove(s)
+    assert consumer_names(js, wq) == ["UC"]
+    assert consumer_names(js, lim) == ["LC"]
+
+
+def test_given_consumer_missing_or_not_flow_control(target: str, js: JsClient) -> None:
+    """A given consumer that is not acked by flow control is an error in the follower's info
+    (10214 for a mirror, 10217 for a source); a missing one is waited for without an error,
+    and followed once the application creates it. The config checks: a valid name and literal
+    deliver subject, no start options or filter beside it (10213 / 10215)."""
+    origin, mirror, s, late = unique_name(), unique_name(), unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    js.pub_ok(f"{p}.a")
+    out = js.api(f"CONSUMER.CREATE.{origin}.EX", {"stream_name": origin, "config": {
+        "durable_name": "EX", "ack_policy": "explicit", "deliver_subject": f"dlv.{p}.ex"}})
+    assert "error" not in out, out
+    given = {"name": "EX", "deliver_subject": f"dlv.{p}.ex"}
+    js.create(mirror, mirror={"name": origin, "consumer": given})
+    js.create(s, sources=[{"name": origin, "consumer": given}])
+    wait_for(lambda: js.info(mirror)["mirror"].get("error") == {
+        "code": 400, "err_code": 10214, "description": "stream mirror consumer requires flow control ack policy"})
+    wait_for(lambda: js.info(s)["sources"][0].get("error") == {
+        "code": 400, "err_code": 10217, "description": "stream source consumer requires flow control ack policy"})
+    assert js.state(mirror)["messages"] == 0
+
+    js.create(late, sources=[{"name": origin, "consumer": {"name": "LATE",
+                                                             "deliver_subject": f"dlv.{p}.late"}}])
+    info = js.info(late)["sources"][0]
+    assert "error" not in info and info["active"] == -1
+    _fc_consumer(js, origin, "LATE", f"dlv.{p}.late")
+    wait_messages(js, late, 1, timeout=DRAIN)
+    assert "error" not in js.info(late)["sources"][0]
+
+    bad = [({"mirror": {"name": origin, "consumer": {"name": "a.b", "deliver_subject": "x"}}}, 10213),
+           ({"mirror": {"name": origin, "consumer": {"name": "a", "deliver_subject": "x.*"}}}, 10213),
+           ({"mirror": {"name": origin, "opt_start_seq": 2, "consumer": {"name": "a", "deliver_subject": "x"}}}, 10213),
+           ({"sources": [{"name": origin, "filter_subject": f"{p}.a",
+                          "consumer": {"name": "a", "deliver_subject": "x"}}]}, 10215)]
+    for body, code in bad:
+        out = js.create(unique_name(), check=False, **body)
+        assert out["error"]["err_code"] == code, (body, out)

@@ -160,6 +160,28 @@ async def test_deleted_durable_consumer_is_set_up_again(server: Server, nc: Any,
     assert (await info(nc, "M"))["state"]["messages"] == 1
 
 
+async def test_given_consumer_waited_for_and_left_alone(server: Server, nc: Any,
+                                                        clock: VirtualClock) -> None:
+    """A source naming a consumer that does not exist yet polls for it every 2 s (no error, no
+    API request); deleting the source leaves the application's consumer."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    await nc.request("o.a", b"1", timeout=2)
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    total = server.jetstream.api_total
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10}})
+    assert "error" not in out, out
+    await clock.advance_async(2.2)
+    await turns()
+    assert (await info(nc, "S"))["state"]["messages"] == 1
+    assert server.jetstream.api_total == total + 2  # the create and the info
+    await api(nc, "STREAM.DELETE.S")
+    assert await names(nc, "O") == ["UC"]
+
+
 async def test_followed_stream_may_not_become_interest(server: Server, nc: Any) -> None:
     refusal = {"code": 500, "err_code": 10052, "description":
                "minijs does not support interest retention for a stream followed by mirrors "

@@ -697,10 +697,9 @@ fine), so configs echoed back by clients keep working."""
 
 UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
     "external": "mirrors and sources of another JetStream domain or account (external)",
-    "consumer": "durable sourcing consumers (consumer)",
 }
 """Fields of a ``mirror`` or ``sources`` entry that minijs refuses (a single server has no other
-domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
+domain or account to reach)."""
 
 
 UNSUPPORTED_ORIGIN = "interest retention for a stream followed by mirrors or sources (retention)"

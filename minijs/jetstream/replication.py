@@ -41,10 +41,18 @@ What a client sees, as on nats-server 2.15.1:
   never copied twice. Deleting the follower, removing the source by an update or promoting
   the mirror deletes the consumer (an API success). A consumer deleted by ``CONSUMER.DELETE``
   is noticed like a deleted origin (the health check sets a new one up).
+* **a given consumer** (``consumer: {name, deliver_subject}``, any origin) — the application's
+  durable push consumer is used the same way instead (nats-server resets it, ``CONSUMER.RESET``,
+  and binds its deliver subject): the link reads what that consumer's filters select from its
+  ack floor on, a mirror skipping what it holds. One that is not ``flow_control`` acked is the
+  link's ``error`` (400/10214 mirror, 10217 source), retried with backoff; a missing one is
+  waited for without an error (polled every 2 s). The source's index name, and so its
+  ``Nats-Stream-Source`` header, becomes ``<origin>:C=<hash of the consumer name>``. It is
+  never deleted by the follower, and none of this counts as API requests.
 
-Refused (500/10052 ``minijs does not support …``): ``external`` and durable sourcing
-``consumer`` entries (validation); and updating a followed limits stream to interest retention
-(nats-server keeps following it with its ephemeral direct consumers, acked by delivery).
+Refused (500/10052 ``minijs does not support …``): ``external`` (validation); and updating a
+followed limits stream to interest retention (nats-server keeps following it with its
+ephemeral direct consumers, acked by delivery).
 
 Invariants:
 
@@ -128,14 +136,18 @@ def backoff(fails: int) -> float:
 
 
 def index_name(src: dict) -> str:
-    """``composeIName``: ``<name> <filters> <destinations>`` (``\\f``-joined for several
-    transforms, ``>`` for empty ones). Identifies a source; its parts make the source header."""
+    """``composeIName``: ``<name>[:C=<hash of the consumer>] <filters> <destinations>``
+    (``\\f``-joined for several transforms, ``>`` for empty ones). Identifies a source; its
+    parts make the source header."""
     trs = src.get("subject_transforms") or []
+    name = src["name"]
+    if src.get("consumer"):
+        name += ":C=" + get_hash(src["consumer"]["name"])
     if not trs:
-        return " ".join([src["name"], src.get("filter_subject") or ">", ">"])
+        return " ".join([name, src.get("filter_subject") or ">", ">"])
     sources = "\f".join(t.get("src") or ">" for t in trs)
     dests = "\f".join(t.get("dest") or ">" for t in trs)
-    return " ".join([src["name"], sources, dests])
+    return " ".join([name, sources, dests])
 
 
 def _remove_header(hdr: bytes | None, name: bytes, prefix: bool = False) -> bytes | None:
@@ -201,7 +213,11 @@ class Link:
                             for t in trs]
         else:
             self.filters = [(spec.get("filter_subject") or None, None)]
-        self._single = self.filters[0][0] if len(self.filters) == 1 else None
+        #: the origin subjects read (the given consumer's filters when ``consumer`` is set)
+        self.rfilters: list[str | None] = [f for f, _ in self.filters]
+        self._single = self.rfilters[0] if len(self.rfilters) == 1 else None
+        #: ``consumer``: the durable consumer the application made for this link (by name)
+        self.given: str = (spec.get("consumer") or {}).get("name", "")
         self.sseq = 0
         #: sources: the origin sequence of the last message stored (duplicates dropped are not):
         #: what info reports as ``seq`` and what a restart resumes after
@@ -319,7 +335,27 @@ class Link:
             self.ident = ident
         self._release()
         floor = 0
-        if origin.config.retention != "limits":
+        if self.given:
+            durable = origin.consumers.get(self.given)
+            if durable is None or durable.closed:
+                # nats-server waits for it (a probe on its deliver subject): no error shown
+                self._retry_later(failed=False)
+                return
+            if durable.config.ack_policy != "flow_control":
+                self.err = (E.mirror_consumer_requires_ack_fc() if self.mirror
+                            else E.source_consumer_requires_ack_fc()).to_json()
+                self.fails += 1
+                self._retry_later(failed=True)
+                return
+            durable.feeder = self
+            durable.reset(0)  # CONSUMER.RESET: back to its ack floor
+            self.durable = durable
+            self.consumer_name = durable.name
+            self.rfilters = list(durable.filters) or [None]
+            self._single = self.rfilters[0] if len(self.rfilters) == 1 else None
+            floor = durable.sseq
+            created = False
+        elif origin.config.retention != "limits":
             try:
                 durable, created = self._durable_consumer(origin)
             except E.ApiError as exc:
@@ -337,7 +373,8 @@ class Link:
         else:
             created = True
             self.consumer_name = self.owner.consumer_name(self)
-        self.host.count_api(False)
+        if not self.given:
+            self.host.count_api(False)
         self.err = None
         self.fails = 0
         self.origin = origin
@@ -513,6 +550,8 @@ class Link:
                 start = self._first_origin_seq(origin)
         else:
             start = tst.last_seq + 1
+        if self.given and tst.msgs == 0 and tst.first_seq == 0:
+            start = floor  # the given consumer decides where to start
         start = max(start, floor)
         delivered = self._delivered_before(start)
         last = tst.last_seq
@@ -528,7 +567,9 @@ class Link:
     def _position_source(self, origin: "Stream", floor: int = 0) -> None:
         spec = self.spec
         tst = self.target.store
-        if self.sseq == 0:
+        if self.sseq == 0 and self.given:
+            start = floor  # the given consumer decides where to start
+        elif self.sseq == 0:
             if spec.get("opt_start_seq"):
                 start = spec["opt_start_seq"]
             elif spec.get("opt_start_time") is not None:
@@ -568,14 +609,14 @@ class Link:
         if origin is None:
             return None
         store = origin.store
-        if self._single is not None or len(self.filters) == 1:
+        if len(self.rfilters) == 1:
             return store.load_next(self._scan, self._single)
         seq = self._scan
         while True:
             sm = store.load_next(seq)
             if sm is None:
                 return None
-            for filt, _ in self.filters:
+            for filt in self.rfilters:
                 if subject_matches(filt, sm.subject):
                     return sm
             seq = sm.seq + 1
@@ -667,7 +708,7 @@ class Link:
         store = origin.store
         if seq >= store.last_seq:
             return 0
-        if len(self.filters) == 1:
+        if len(self.rfilters) == 1:
             return store.num_pending(seq + 1, self._single)
         return sum(1 for _ in self._iter_matching(seq + 1))
 
@@ -677,7 +718,7 @@ class Link:
             sm = store.load_next(seq)
             if sm is None:
                 return
-            if any(subject_matches(f, sm.subject) for f, _ in self.filters):
+            if any(subject_matches(f, sm.subject) for f in self.rfilters):
                 yield sm
             seq = sm.seq + 1
 
@@ -800,8 +841,10 @@ class Replicator:
                     self._remove(link)
             links = [ln for ln in links if not ln.mirror]
         new_sources = cfg.sources or []
-        old_keys = {self._consumer_key(s, old.sources or []) for s in old.sources or []}
-        new_keys = {self._consumer_key(s, new_sources) for s in new_sources}
+        old_keys = {self._consumer_key(s, old.sources or []) for s in old.sources or []
+                    if not s.get("consumer")}
+        new_keys = {self._consumer_key(s, new_sources) for s in new_sources
+                    if not s.get("consumer")}
         removed_keys = old_keys - new_keys
         by_iname = {ln.iname: ln for ln in links if not ln.mirror}
         added: list[Link] = []
@@ -818,7 +861,9 @@ class Replicator:
         for link in by_iname.values():
             live = link.connected and link.durable is None
             link.stop()
-            if self._delete_durable(link):
+            if link.given:
+                pass  # the application's consumer: no delete request
+            elif self._delete_durable(link):
                 deleted += 1
             elif live:
                 self.linger(link.name, link.consumer_name)
@@ -876,6 +921,8 @@ class Replicator:
         inactivity threshold."""
         live = link.connected and link.durable is None
         link.stop()
+        if link.given:
+            return  # a consumer given in the config is the application's: left alone
         deleted = self._delete_durable(link)
         if count:
             self.host.count_api(not deleted)
