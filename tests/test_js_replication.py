@@ -182,6 +182,28 @@ async def test_given_consumer_waited_for_and_left_alone(server: Server, nc: Any,
     assert await names(nc, "O") == ["UC"]
 
 
+async def test_given_consumer_kept_while_followed(server: Server, nc: Any,
+                                                  clock: VirtualClock) -> None:
+    """A given consumer with an inactivity threshold is bound while the link follows it (it
+    stays however long), and goes that long after the follower is deleted."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10, "inactive_threshold": 2_000_000_000}})
+    assert "error" not in out, out
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    await clock.advance_async(10)
+    assert await names(nc, "O") == ["UC"]
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["push_bound"] is True
+    await api(nc, "STREAM.DELETE.S")
+    await clock.advance_async(1.9)
+    assert await names(nc, "O") == ["UC"]
+    await clock.advance_async(0.2)
+    assert await names(nc, "O") == []
+
+
 async def test_followed_stream_may_not_become_interest(server: Server, nc: Any) -> None:
     refusal = {"code": 500, "err_code": 10052, "description":
                "minijs does not support interest retention for a stream followed by mirrors "

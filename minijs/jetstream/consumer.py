@@ -415,7 +415,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if thresh <= 0:
             return
         if self._dsubj:
-            if self.active:
+            if self.active or self.feeder is not None:
                 return
         else:
             elapsed = self.clock.monotonic() - self._last_request

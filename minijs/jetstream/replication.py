@@ -240,6 +240,7 @@ class Link:
         #: delivers through and acks (None for limits origins, which see no real consumer)
         self.durable: "Consumer | None" = None
         self._ack_timer: "Timer | None" = None
+        self._ack_due = False  # a flow-control ack waits for the next turn
         self.closed = False
         self._timer: "Timer | None" = None
         self._pumping = False
@@ -272,6 +273,8 @@ class Link:
         self.durable = None
         if c is not None and c.feeder is self:
             c.feeder = None
+            if not c.closed and not c.active:
+                c._start_delete_timer()  # its inactivity threshold counts from now
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -483,9 +486,10 @@ class Link:
         c._changed()
         if len(c.pending) >= max(c.config.max_ack_pending, 1):
             # nats-server sends a flow-control request at once when max_ack_pending is reached
-            self._cancel_ack_timer()
-            self._ack_tick()
-        elif self._ack_timer is None:
+            if not self._ack_due:
+                self._cancel_ack_timer()
+                self._ack_tick()
+        elif self._ack_timer is None and not self._ack_due:
             self._ack_timer = self.clock.call_later(HEARTBEAT, self._ack_tick)
 
     def _cancel_ack_timer(self) -> None:
@@ -498,18 +502,23 @@ class Link:
         commit that holds it is done (the ack runs after this turn's commits)."""
         self._ack_timer = None
         c = self.durable
-        if c is None or not c.pending:
+        if c is None or not c.pending or self._ack_due:
             return
+        self._ack_due = True
         upto = max(c.pending)
         dseq = c.pending[upto][0]
         self.host.mark_dirty(self.target)
         self.host.soon(lambda: self._ack_through(c, upto, dseq))
 
     def _ack_through(self, c: "Consumer", sseq: int, dseq: int) -> None:
+        self._ack_due = False
         if c is not self.durable or c.closed:
             return
         c._ack_all(sseq, dseq)
-        if c.pending and self._ack_timer is None:
+        if len(c.pending) >= max(c.config.max_ack_pending, 1):
+            self._cancel_ack_timer()
+            self._ack_tick()
+        elif c.pending and self._ack_timer is None:
             self._ack_timer = self.clock.call_later(HEARTBEAT, self._ack_tick)
 
     def _durable_lost(self) -> bool:
