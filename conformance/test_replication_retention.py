@@ -151,6 +151,25 @@ def test_retention_origin_start_and_filter_in_consumer_config(target: str, js: J
     drained(js, origin, 4)
 
 
+def test_interest_origin_sourced_twice(target: str, js: JsClient) -> None:
+    """One interest origin sourced twice with different filters: two consumers whose names
+    hash the source's index name too; what neither filter selects is not kept at all."""
+    origin, s = unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"], retention="interest")
+    js.create(s, sources=[{"name": origin, "filter_subject": f"{p}.a"},
+                          {"name": origin, "filter_subject": f"{p}.b"}])
+    stable = get_hash(f"{s} $G")
+    expected = sorted("JS_SRC_" + get_hash(f"{stable} {origin} {p}.{x} >") for x in "ab")
+    wait_for(lambda: sorted(consumer_names(js, origin)) == expected)
+    for i in range(3):
+        for x in "abc":
+            js.pub_ok(f"{p}.{x}", b"%d" % i)
+    wait_messages(js, s, 6)
+    assert sorted(m["subject"] for m in messages(js, s)) == [f"{p}.a"] * 3 + [f"{p}.b"] * 3
+    drained(js, origin, 9)
+
+
 @pytest.mark.parametrize("retention", ["workqueue", "interest"])
 def test_retention_origin_waits_for_every_consumer(target: str, js: JsClient,
                                                    retention: str) -> None:
