@@ -514,8 +514,9 @@ class Link:
         self._ack_due = False
         if c is not self.durable or c.closed:
             return
+        before = len(c.pending)
         c._ack_all(sseq, dseq)
-        if len(c.pending) >= max(c.config.max_ack_pending, 1):
+        if before > len(c.pending) >= max(c.config.max_ack_pending, 1):
             self._cancel_ack_timer()
             self._ack_tick()
         elif c.pending and self._ack_timer is None:
