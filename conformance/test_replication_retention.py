@@ -382,3 +382,23 @@ def test_given_consumer_missing_or_not_flow_control(target: str, js: JsClient) -
     for body, code in bad:
         out = js.create(unique_name(), check=False, **body)
         assert out["error"]["err_code"] == code, (body, out)
+
+
+def test_followed_limits_stream_updated_to_interest(target: str, js: JsClient) -> None:
+    """A limits stream followed by a source is updated to interest retention: the source's
+    consumer (made for a limits stream, not shown) counts as interest for what its filter
+    selects, so those messages are stored and copied; nothing removes them. What it does not
+    select is not kept."""
+    origin, s = unique_name(), unique_name()
+    p = origin.lower()
+    js.create(origin, subjects=[f"{p}.>"])
+    js.create(s, sources=[{"name": origin, "filter_subject": f"{p}.a"}])
+    wait_for(lambda: js.info(s)["sources"][0]["active"] >= 0)
+    out = js.update(origin, subjects=[f"{p}.>"], retention="interest")
+    assert "error" not in out, out
+    js.pub_ok(f"{p}.a", b"1")
+    js.pub_ok(f"{p}.b", b"2")
+    wait_messages(js, s, 1)
+    st = js.state(origin)
+    assert (st["messages"], st["first_seq"], st["last_seq"]) == (1, 1, 2)
+    assert consumer_names(js, origin) == []

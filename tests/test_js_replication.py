@@ -1,6 +1,6 @@
 """Mirrors and sources inside minijs: the retry schedule and stall detection on the virtual
 clock, work-queue and interest origins (flow-control acks on the clock, the durable consumer
-deleted under a link), the refused retention update, catch-up in chunks, source positions recovered from headers, the
+deleted under a link), a followed stream turned interest, catch-up in chunks, source positions recovered from headers, the
 floors (``stream.py`` does not know replication exists) and the cost for streams without
 followers. What clients see is pinned by conformance/test_js_mirror_sources.py on both
 servers."""
@@ -204,15 +204,22 @@ async def test_given_consumer_kept_while_followed(server: Server, nc: Any,
     assert await names(nc, "O") == []
 
 
-async def test_followed_stream_may_not_become_interest(server: Server, nc: Any) -> None:
-    refusal = {"code": 500, "err_code": 10052, "description":
-               "minijs does not support interest retention for a stream followed by mirrors "
-               "or sources (retention)"}
+async def test_followed_stream_becomes_interest(server: Server, nc: Any) -> None:
+    """A followed limits stream updated to interest retention: the link (no consumer of the
+    origin's own) counts as interest for what its filter selects, and removes nothing."""
     await create(nc, "L", subjects=["l.>"], storage="memory")
-    await create(nc, "S2", sources=[{"name": "L"}], storage="memory")
+    await create(nc, "S2", sources=[{"name": "L", "filter_subject": "l.a"}], storage="memory")
+    await turns()
     out = await api(nc, "STREAM.UPDATE.L", {"name": "L", "subjects": ["l.>"],
                                             "retention": "interest", "storage": "memory"})
-    assert out["error"] == refusal
+    assert "error" not in out, out
+    await nc.request("l.a", b"1", timeout=2)
+    await nc.request("l.b", b"2", timeout=2)  # nobody is interested: not kept
+    await turns()
+    st = (await info(nc, "L"))["state"]
+    assert (st["messages"], st["last_seq"]) == (1, 2)
+    assert (await info(nc, "S2"))["state"]["messages"] == 1
+    assert await names(nc, "L") == []
 
 
 async def test_catch_up_runs_in_chunks(server: Server, nc: Any, monkeypatch: Any) -> None:

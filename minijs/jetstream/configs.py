@@ -702,13 +702,6 @@ UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
 domain or account to reach)."""
 
 
-UNSUPPORTED_ORIGIN = "interest retention for a stream followed by mirrors or sources (retention)"
-"""A limits stream already followed by mirrors or sources updated to interest retention:
-nats-server keeps following it with the ephemeral direct consumers it had, acked by delivery;
-minijs refuses the update (mirrors and sources of interest or work-queue streams created as
-such are supported, through durable sourcing consumers)."""
-
-
 def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
     """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
     for name, what in UNSUPPORTED_FIELDS.items():

@@ -50,9 +50,13 @@ What a client sees, as on nats-server 2.15.1:
   ``Nats-Stream-Source`` header, becomes ``<origin>:C=<hash of the consumer name>``. It is
   never deleted by the follower, and none of this counts as API requests.
 
-Refused (500/10052 ``minijs does not support …``): ``external`` (validation); and updating a
-followed limits stream to interest retention (nats-server keeps following it with its
-ephemeral direct consumers, acked by delivery).
+* **a limits origin updated to interest retention** while followed — the link keeps its
+  limits mode (nats-server keeps the ephemeral direct consumer it had): it counts as interest
+  for what its filters select (``interested``, asked by ``Stream._has_interest``), so those
+  messages are stored, and it never removes them; the next setup (a restart, a lost origin)
+  finds an interest stream and makes the durable consumer.
+
+Refused (500/10052 ``minijs does not support …``): ``external`` (validation).
 
 Invariants:
 
@@ -521,6 +525,14 @@ class Link:
             self._ack_tick()
         elif c.pending and self._ack_timer is None:
             self._ack_timer = self.clock.call_later(HEARTBEAT, self._ack_tick)
+
+    def interested(self, subject: str) -> bool:
+        """Does this link's consumer make ``subject`` interesting on an interest origin? Only a
+        limits-mode link counts here (its origin was updated to interest retention while it
+        followed: the ephemeral direct consumer nats-server made still counts as interest and
+        never removes anything); a durable consumer is one of the origin's consumers."""
+        return (self.connected and self.durable is None
+                and any(subject_matches(f, subject) for f in self.rfilters))
 
     def _durable_lost(self) -> bool:
         """Was the durable consumer deleted under the link? (Then handle it.)"""
@@ -1045,10 +1057,6 @@ class Replicator:
         if sources:
             out["sources"] = sources
         return out
-
-    def followed(self, origin_name: str) -> bool:
-        """Does any link follow (or wait for) a stream called ``origin_name``?"""
-        return any(link.name == origin_name for links in self.links.values() for link in links)
 
     def direct_mirror(self, origin_name: str) -> "Stream | None":
         """A mirror of ``origin_name`` serving its DIRECT.GET (``mirror_direct``, caught up)."""

@@ -654,9 +654,13 @@ class Stream:
                         raise E.max_bytes_exceeded()
 
     def _has_interest(self, subject: str) -> bool:
-        """Interest retention: does any consumer's filter match ``subject``?"""
+        """Interest retention: does any consumer's filter match ``subject``? (A follower
+        counts too while it follows with a consumer that is not in ``consumers``.)"""
         for consumer in self.consumers.values():
             if consumer.matches(subject):
+                return True
+        for follower in self.followers:
+            if follower.interested(subject):
                 return True
         return False
 
