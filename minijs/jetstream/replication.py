@@ -945,16 +945,23 @@ class Replicator:
         link.stop()
         if link.given:
             return  # a consumer given in the config is the application's: left alone
-        deleted = self._delete_durable(link)
-        if count:
-            self.host.count_api(not deleted)
         if live:
+            if count:
+                self.host.count_api(True)
             self.linger(link.name, link.consumer_name)
+            return
+
+        def delete() -> None:
+            # (the request nats-server sends once the stream is gone: its advisory comes after)
+            deleted = self._delete_durable(link)
+            if count:
+                self.host.count_api(not deleted)
+        self.host.soon(delete)
 
     def _delete_durable(self, link: Link) -> bool:
         """Delete the origin's consumer under the link's stable name, if there is one."""
         origin = self.host.lookup(link.name)
-        if origin is None:
+        if origin is None or origin.closed:
             return False
         consumer = origin.consumers.get(self.stable_consumer_name(link))
         if consumer is None or not consumer.config.sourcing:
