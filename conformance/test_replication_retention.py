@@ -402,3 +402,22 @@ def test_followed_limits_stream_updated_to_interest(target: str, js: JsClient) -
     st = js.state(origin)
     assert (st["messages"], st["first_seq"], st["last_seq"]) == (1, 1, 2)
     assert consumer_names(js, origin) == []
+
+
+def test_durable_consumer_names_and_metadata_with_a_domain(target: str, spawn: Any,
+                                                           tmp_path: Any) -> None:
+    """With a JetStream ``domain`` the consumer names hash it too, and the metadata names it
+    (``_nats.mirror.domain`` / ``_nats.src.domain``)."""
+    srv = spawn(config="jetstream { domain: HUB, store_dir: '%s' }\n" % (tmp_path / "sd"))
+    js = JsClient.connect(srv)
+    origin, mirror, s = unique_name(), unique_name(), unique_name()
+    js.create(origin, subjects=[f"{origin.lower()}.>"], retention="workqueue")
+    js.create(mirror, mirror={"name": origin})
+    js.create(s, sources=[{"name": origin}])
+    m_name = "JS_MIRROR_" + get_hash(f"{mirror} $G HUB")
+    s_name = "JS_SRC_" + get_hash(get_hash(f"{s} $G HUB"))
+    wait_for(lambda: sorted(consumer_names(js, origin)) == sorted([m_name, s_name]))
+    for name, kind, follower in ((m_name, "mirror", mirror), (s_name, "src", s)):
+        meta = consumer_info(js, origin, name)["config"]["metadata"]
+        assert (meta[f"_nats.{kind}.domain"], meta[f"_nats.{kind}.stream"]) == ("HUB", follower)
+    js.close()

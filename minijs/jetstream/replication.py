@@ -425,6 +425,8 @@ class Link:
         kind = "mirror" if self.mirror else "src"
         cfg.deliver_subject = f"$JS.{'M' if self.mirror else 'S'}.{C.generate_consumer_name()}"
         cfg.metadata = {f"_nats.{kind}.stream": self.target.name, f"_nats.{kind}.acc": "$G"}
+        if getattr(self.host, "domain", ""):
+            cfg.metadata[f"_nats.{kind}.domain"] = self.host.domain
         self._start_options(cfg, origin)
         trs = self.spec.get("subject_transforms") or []
         if self.spec.get("filter_subject"):
@@ -923,7 +925,11 @@ class Replicator:
         """``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>``: stable per stream, with the index name
         when one origin is sourced twice (the durable consumer's name on a work-queue or
         interest origin)."""
-        stable = get_hash(f"{link.target.name} $G")
+        stable = f"{link.target.name} $G"
+        domain = getattr(self.host, "domain", "")
+        if domain:
+            stable += " " + domain
+        stable = get_hash(stable)
         if link.mirror:
             return f"JS_MIRROR_{stable}"
         name, iname = self._consumer_key(link.spec, link.target.config.sources or [])
