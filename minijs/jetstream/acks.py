@@ -273,8 +273,10 @@ class AckTracking:
             self._wake()
 
     def _maybe_remove(self, seq: int, subject: str) -> None:
+        # Work queues too: a mirror's or source's consumer may still need it (nats-server
+        # ackMsg asks every consumer; other work-queue consumers never overlap).
         stream = self.stream
-        if stream.config.retention == "interest":
+        if stream.config.retention != "limits":
             for other in stream.consumers.values():
                 if other is not self and other.needs(seq, subject):
                     return

@@ -376,8 +376,6 @@ class JetStreamApi:
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
         C.check_unsupported(cfg, self.js.lookup_config)
-        if cfg.retention != "limits" and self.js.replicator.followed(name):
-            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         if cfg.republish:
             # nats-server builds the republish transform only as it applies an update (a
             # create without a destination builds none): a bad one fails the update there.

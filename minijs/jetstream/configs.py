@@ -493,22 +493,13 @@ fine), so configs echoed back by clients keep working."""
 
 UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
     "external": "mirrors and sources of another JetStream domain or account (external)",
-    "consumer": "durable sourcing consumers (consumer)",
 }
 """Fields of a ``mirror`` or ``sources`` entry that minijs refuses (a single server has no other
-domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
-
-
-UNSUPPORTED_ORIGIN = "mirrors and sources of interest or work-queue streams (retention)"
-"""nats-server follows those origins with durable consumers acknowledged by flow control,
-visible on the origin; minijs refuses them (at create and update when the origin exists, in
-the link's ``error`` when it appears later)."""
+domain or account to reach)."""
 
 
 def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
-    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option
-    (with ``lookup``, also for an existing origin of a mirror or source that is not a limits
-    stream)."""
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
     for name, what in UNSUPPORTED_FIELDS.items():
         v = getattr(cfg, name)
         if v:
@@ -519,9 +510,6 @@ def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -
         for name, what in UNSUPPORTED_SOURCE_FIELDS.items():
             if src.get(name) is not None:
                 raise E.unsupported_feature(what)
-        origin = lookup(src["name"]) if lookup is not None else None
-        if origin is not None and origin.retention != "limits":
-            raise E.unsupported_feature(UNSUPPORTED_ORIGIN)
 
 
 # --------------------------------------------------------------------------------------------

@@ -158,6 +158,10 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._ack_replies: list[bytes] = []  # ack_sync replies waiting for the state commit
         self._cfg_json = ""
         self._restored = False
+        #: a mirror's or source's link (replication.py) that feeds from this consumer on a
+        #: work-queue or interest stream: it reads the store itself, so push stays idle, and
+        #: the consumer counts as push-bound while the link follows
+        self.feeder: Any = None
         self._apply_config(config)
         self._select_start()
 
@@ -411,7 +415,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if thresh <= 0:
             return
         if self._dsubj:
-            if self.active:
+            if self.active or self.feeder is not None:
                 return
         else:
             elapsed = self.clock.monotonic() - self._last_request
@@ -589,7 +593,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             num_waiting=len(self.waiting),
             num_pending=self.num_pending(),
             ts=self.clock.time_ns(),
-            push_bound=bool(self._dsubj) and self.active,
+            push_bound=bool(self._dsubj) and (self.active or self.feeder is not None),
             pinned_client_id=self.pin_id,
             pinned_ts=self.pinned_ts,
             dynamic_metadata=dynamic_metadata,

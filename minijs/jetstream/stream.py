@@ -17,7 +17,8 @@ expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, r
 delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
-has ``followers`` (objects with ``wake()``), woken after its new messages are committed, and a
+has ``followers`` (objects with ``wake()`` and ``interested(subject)``, which interest
+retention asks beside the consumers), woken after its new messages are committed, and a
 followed-into stream stores what they bring with :meth:`Stream.store_replicated`. A stream with
 no followers pays one empty-list test per published message for this.
 """
@@ -159,8 +160,8 @@ class Stream:
         self.batches: Any = None
         #: Fast batches in flight (``fastbatch.FastBatches``), made on the first ``.$FI`` reply.
         self.fast_batches: Any = None
-        #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``),
-        #: woken once new messages are committed.
+        #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``
+        #: and ``interested(subject)``), woken once new messages are committed.
         self.followers: list[Any] = []
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
@@ -654,9 +655,13 @@ class Stream:
                         raise E.max_bytes_exceeded()
 
     def _has_interest(self, subject: str) -> bool:
-        """Interest retention: does any consumer's filter match ``subject``?"""
+        """Interest retention: does any consumer's filter match ``subject``? (A follower
+        counts too while it follows with a consumer that is not in ``consumers``.)"""
         for consumer in self.consumers.values():
             if consumer.matches(subject):
+                return True
+        for follower in self.followers:
+            if follower.interested(subject):
                 return True
         return False
 
