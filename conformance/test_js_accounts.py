@@ -304,3 +304,22 @@ def test_js_accounts_api_through_an_import(target: str, spawn: SpawnFn) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_js_accounts_work_queue_mirror_names_its_account(target: str, spawn: SpawnFn,
+                                                         tmp_path: Path) -> None:
+    """A mirror of a work-queue stream in account C: the durable sourcing consumer on the
+    origin hashes C into its name and names C in its metadata."""
+    srv = start(spawn, tmp_path / "sd")
+    c = login(srv, "c")
+    try:
+        c.create("WQ", subjects=["wq.>"], retention="workqueue", storage="memory")
+        out = c.api("STREAM.CREATE.M", {"name": "M", "mirror": {"name": "WQ"},
+                                        "storage": "memory"})
+        assert "error" not in out, out
+        listed = wait_for(lambda: c.api("CONSUMER.LIST.WQ")["consumers"], timeout=10)
+        assert listed[0]["name"] == "JS_MIRROR_2LaIgioN"  # the hash of "M C"
+        meta = listed[0]["config"]["metadata"]
+        assert (meta["_nats.mirror.acc"], meta["_nats.mirror.stream"]) == ("C", "M")
+    finally:
+        c.close()

@@ -182,6 +182,9 @@ class ReplicationHost(Protocol):
     log: "Logger"
     advisories: Advisories
 
+    #: The account the engine serves (in consumer names, metadata and log lines).
+    account_name: str
+
     def lookup(self, name: str) -> "Stream | None":
         """The live stream called ``name``, or None."""
 
@@ -424,7 +427,8 @@ class Link:
                                sourcing=True)
         kind = "mirror" if self.mirror else "src"
         cfg.deliver_subject = f"$JS.{'M' if self.mirror else 'S'}.{C.generate_consumer_name()}"
-        cfg.metadata = {f"_nats.{kind}.stream": self.target.name, f"_nats.{kind}.acc": "$G"}
+        cfg.metadata = {f"_nats.{kind}.stream": self.target.name,
+                        f"_nats.{kind}.acc": self.host.account_name}
         if getattr(self.host, "domain", ""):
             cfg.metadata[f"_nats.{kind}.domain"] = self.host.domain
         self._start_options(cfg, origin)
@@ -704,7 +708,8 @@ class Link:
         except E.ApiError as exc:
             self.host.log.warn(
                 f"Error processing inbound {'mirror' if self.mirror else 'source'} message for "
-                f"'$G > {target.name}' from '{self.name}': {exc.description}")
+                f"'{self.host.account_name} > {target.name}' from '{self.name}': "
+                f"{exc.description}")
             # nats-server drops this consumer (it lingers on the origin until its inactivity
             # threshold) and sets up a new one at the same message
             if self.connected and self.durable is None:
@@ -925,7 +930,7 @@ class Replicator:
         """``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>``: stable per stream, with the index name
         when one origin is sourced twice (the durable consumer's name on a work-queue or
         interest origin)."""
-        stable = f"{link.target.name} $G"
+        stable = f"{link.target.name} {self.host.account_name}"
         domain = getattr(self.host, "domain", "")
         if domain:
             stable += " " + domain

@@ -70,7 +70,7 @@ class StreamOwner(Protocol):
 
     #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
     max_buffered_size: int
-    #: The account's name in log lines (``$G``).
+    #: The account's name in log lines (``$G`` without an accounts block).
     account_name: str
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:
