@@ -6,6 +6,7 @@ their account after a restart; ``/jsz``, ``/varz`` and ``/healthz`` report per a
 from __future__ import annotations
 
 import json
+import time
 import socket
 import urllib.error
 import urllib.request
@@ -323,3 +324,61 @@ def test_js_accounts_work_queue_mirror_names_its_account(target: str, spawn: Spa
         assert (meta["_nats.mirror.acc"], meta["_nats.mirror.stream"]) == ("C", "M")
     finally:
         c.close()
+
+
+EXTERNAL = """
+jetstream {}
+accounts {
+  A: { jetstream: enabled, users: [ {user: a, password: a} ],
+       exports: [ {service: "$JS.API.>"}, {stream: "deliver.>"} ] }
+  B: { jetstream: enabled, users: [ {user: b, password: b} ],
+       imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "$JS.A.API.>"},
+                  {stream: {account: A, subject: "deliver.>"}} ] }
+}
+"""
+
+
+def test_js_accounts_external_mirror_and_source(target: str, spawn: SpawnFn) -> None:
+    """B sources and mirrors A's stream with ``external`` (A's API imported under
+    ``$JS.A.API``, deliveries imported from ``deliver.>``): every message arrives, the source
+    header's index name hashes the API prefix, stream info echoes ``external``; a prefix
+    nothing answers stays unconnected (``active: -1``) without an error."""
+    srv = spawn(config=EXTERNAL, jetstream=True)
+    a, b = login(srv, "a"), login(srv, "b")
+    try:
+        a.create("ORIG", subjects=["o.>"], storage="memory")
+        for i in range(3):
+            a.pub_ok(f"o.{i}", f"m{i}")
+        ext = {"api": "$JS.A.API", "deliver": "deliver.b"}
+        out = b.api("STREAM.CREATE.AGG", {"name": "AGG", "storage": "memory",
+                                          "sources": [{"name": "ORIG", "external": ext}]})
+        assert out["config"]["sources"] == [{"name": "ORIG", "external": ext}], out
+        out = b.api("STREAM.CREATE.MIR", {"name": "MIR", "storage": "memory", "mirror": {
+            "name": "ORIG", "external": {"api": "$JS.A.API", "deliver": "deliver.m"}}})
+        assert "error" not in out, out
+        for name in ("AGG", "MIR"):
+            wait_for(lambda: b.api(f"STREAM.INFO.{name}")["state"]["messages"] == 3,
+                     timeout=10)
+        info = b.api("STREAM.INFO.AGG")
+        src = info["sources"][0]
+        assert (src["name"], src["external"], src["lag"], src["seq"]) == ("ORIG", ext, 0, 3)
+        assert "error" not in src and src["active"] >= 0
+        mirror = b.api("STREAM.INFO.MIR")["mirror"]
+        assert mirror["external"] == {"api": "$JS.A.API", "deliver": "deliver.m"}
+        got = b.api("STREAM.MSG.GET.AGG", {"seq": 1})["message"]
+        import base64
+
+        hdr = base64.b64decode(got["hdrs"]).decode()
+        assert hdr.startswith("NATS/1.0\r\nNats-Stream-Source: ORIG:z0zeNTHp 1 > > o.0 "), hdr
+        a.pub_ok("o.9", "late")
+        wait_for(lambda: b.api("STREAM.INFO.MIR")["state"]["last_seq"] == 4, timeout=10)
+        out = b.api("STREAM.CREATE.NOPE", {"name": "NOPE", "storage": "memory", "sources": [
+            {"name": "ORIG", "external": {"api": "$JS.Z.API", "deliver": "deliver.z"}}]})
+        assert "error" not in out, out
+        time.sleep(1.5)
+        nope = b.api("STREAM.INFO.NOPE")
+        assert nope["state"]["messages"] == 0
+        assert (nope["sources"][0]["active"], "error" in nope["sources"][0]) == (-1, False)
+    finally:
+        a.close()
+        b.close()

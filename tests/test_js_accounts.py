@@ -177,3 +177,28 @@ async def test_nats_py_through_an_imported_jetstream_api():
             assert srv.consumer("ORDERS", "D", account="A").num_ack_pending == 0
         finally:
             await nc.close()
+
+
+async def test_external_whose_deliveries_cannot_come_back_is_refused():
+    from minijs.confparse import parse_config
+
+    cfg = parse_config("""
+    jetstream {}
+    accounts {
+      A: { jetstream: enabled, users: [ {user: a, password: a} ], exports: [ {service: "$JS.API.>"} ] }
+      B: { jetstream: enabled, users: [ {user: b, password: b} ],
+           imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "$JS.A.API.>"} ] }
+    }
+    """).with_overrides(port=0)
+    async with Server(cfg) as srv:
+        nc = await nats.connect(srv.client_url, user="b", password="b")
+        try:
+            for deliver in ("", "deliver.b"):
+                body = {"name": "AGG", "sources": [
+                    {"name": "ORIG", "external": {"api": "$JS.A.API", "deliver": deliver}}]}
+                reply = await nc.request("$JS.API.STREAM.CREATE.AGG", json.dumps(body).encode())
+                err = json.loads(reply.data)["error"]
+                assert err["err_code"] == 10052
+                assert "deliveries cannot come back" in err["description"]
+        finally:
+            await nc.close()

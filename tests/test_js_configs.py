@@ -283,25 +283,18 @@ def test_validation_accepts_boundaries():
     create(b'{"name":"S","subject_transform":{"src":"a","dest":"x.{{random(5)}}.{{partition(2)}}"}}')
 
 
-@pytest.mark.parametrize(
-    "body, feature",
-    [
-        (b'{"name":"R12","mirror":{"name":"O1","external":{"api":"$JS.x.API"}}}',
-         "mirrors and sources of another JetStream domain or account (external)"),
-        (b'{"name":"O10","sources":[{"name":"O1","external":{"api":"$JS.x.API"}}]}',
-         "mirrors and sources of another JetStream domain or account (external)"),
-    ],
-)
-def test_unsupported_options_are_rejected(body, feature):
-    # the real server accepts all of these; minijs refuses loudly instead of ignoring them
-    assert create_error(body) == {"code": 500, "err_code": 10052, "description": "minijs does not support " + feature}
+def test_external_sources_are_accepted():
+    # reached through the accounts of this server (see the replication module)
+    m = create(b'{"name":"R12","mirror":{"name":"O1","external":{"api":"$JS.x.API"}}}')
+    assert m.mirror["external"] == {"api": "$JS.x.API", "deliver": ""}
+    create(b'{"name":"O10","sources":[{"name":"O1","external":{"api":"$JS.x.API"}}]}')
 
 
 def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
     assert set(C.UNSUPPORTED_FIELDS) == set()
-    assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external"}
+    assert set(C.UNSUPPORTED_SOURCE_FIELDS) == set()
 
 
 def test_mirrors_and_sources_are_accepted():

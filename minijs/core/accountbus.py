@@ -48,6 +48,18 @@ class AccountBus:
         links = self.sublist.links
         return links is not None and subject in links.responses
 
+    def resolve_service(self, subject: bytes) -> tuple[str, bytes] | None:
+        """Where a request on ``subject`` published in this account is served: (account,
+        subject there) along its first matching service import; None without one."""
+        links = self.sublist.links
+        return links.resolve_service(subject) if links is not None else None
+
+    def receives_stream(self, exporter: str, subject: bytes) -> bool:
+        """Does a message published on ``subject`` in ``exporter`` reach this account (a
+        stream import)?"""
+        links = self.router.account_links.get(exporter)
+        return links is not None and links.streams_to(self.account, subject)
+
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: Any = None) -> int:
         return self.router.publish(subject, reply, header, payload, origin, self.sublist)

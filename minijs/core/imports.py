@@ -600,6 +600,19 @@ class AccountLinks:
             rsi.last = self.router.clock.monotonic()
         return n
 
+    def resolve_service(self, subject: bytes) -> tuple[str, bytes] | None:
+        """(exporting account, subject there) of the first service import a request on
+        ``subject`` would take from this account; None when none matches."""
+        for si in self._matching_services(subject):
+            return si.exporter.account, self.service_subject(si, subject)
+        return None
+
+    def streams_to(self, account: str, subject: bytes) -> bool:
+        """Does a message on ``subject`` published here reach ``account`` (stream import)?"""
+        text = subject.decode(errors="surrogateescape")
+        return any(si.target.account == account and subject_matches(si.pattern, text)
+                   for si in self.stream_out)
+
     def respond_as(self, subject: bytes, stored: bytes, reply: bytes | None,
                    header: bytes | None, payload: bytes) -> int:
         """A message for the response import ``subject`` whose MSG line keeps ``stored`` (a

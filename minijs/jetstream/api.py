@@ -354,6 +354,7 @@ class JetStreamApi:
             self.js.check_stream_resources(cfg)
             self._check_overlap(cfg)
             C.check_unsupported(cfg, self.js.lookup_config)
+            self.js.check_external(cfg)
             stream = self.js.create_stream(cfg)
             self.js.advisories.stream_action(stream.name, "create")
         info = stream.info_json(cluster=False)
@@ -376,6 +377,7 @@ class JetStreamApi:
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
         C.check_unsupported(cfg, self.js.lookup_config)
+        self.js.check_external(cfg)
         if cfg.republish:
             # nats-server builds the republish transform only as it applies an update (a
             # create without a destination builds none): a bad one fails the update there.

@@ -491,11 +491,9 @@ wording used in the error. Only a *set* option is rejected (``null``/``false``/`
 fine), so configs echoed back by clients keep working."""
 
 
-UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
-    "external": "mirrors and sources of another JetStream domain or account (external)",
-}
-"""Fields of a ``mirror`` or ``sources`` entry that minijs refuses (a single server has no other
-domain or account to reach)."""
+UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {}
+"""Fields of a ``mirror`` or ``sources`` entry that minijs refuses (none now: ``external``
+reaches the accounts of this server)."""
 
 
 def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:

@@ -448,6 +448,48 @@ class JetStream:
     def lookup(self, name: str) -> Stream | None:
         return self.streams.get(name)
 
+    def _external_account(self, api: str) -> str | None:
+        """The account whose ``$JS.API.>`` this account reaches under the prefix ``api``
+        (through a service import), or None."""
+        resolve = getattr(self.server, "resolve_service", None)
+        found = resolve(f"{api.rstrip('.')}.STREAM.INFO.X".encode()) if resolve else None
+        if found is None or found[1] != b"$JS.API.STREAM.INFO.X":
+            return None
+        return found[0] if found[0] in self.group.engines else None
+
+    def _external_returns(self, account: str, deliver: str) -> bool:
+        """Do deliveries on the ``deliver`` prefix in ``account`` come back here?"""
+        return bool(deliver) and self.server.receives_stream(account, f"{deliver}.x".encode())
+
+    def lookup_external(self, api: str, deliver: str, name: str) -> Stream | None:
+        """``external`` mirrors and sources: the stream ``name`` of the account whose
+        JetStream API this account reaches under the prefix ``api`` (a service import of its
+        ``$JS.API.>``), with deliveries on ``deliver`` coming back (a stream import); None
+        when nothing answers there (as on a single nats-server, an ``api`` of its own domain
+        reaches nothing)."""
+        account = self._external_account(api)
+        if account is None or not self._external_returns(account, deliver):
+            return None
+        return self.group.engines[account].lookup(name)
+
+    def check_external(self, cfg: StreamConfig) -> None:
+        """500/10052 for an ``external`` whose API this account reaches but whose deliveries
+        could not come back (no ``deliver`` prefix, or one it does not import): nats-server
+        connects such a link that then receives nothing, which minijs does not imitate."""
+        from minijs.jetstream import errors as E
+
+        for src in ([cfg.mirror] if cfg.mirror else []) + list(cfg.sources or []):
+            ext = (src or {}).get("external")
+            if not ext:
+                continue
+            account = self._external_account(ext.get("api") or "")
+            if account is not None and not self._external_returns(account,
+                                                                  ext.get("deliver") or ""):
+                raise E.unsupported_feature(
+                    "external mirrors and sources whose deliveries cannot come back (give a "
+                    "deliver prefix this account imports as a stream from the origin's "
+                    "account)")
+
     def lookup_config(self, name: str) -> StreamConfig | None:
         """The config of stream ``name`` (validation of mirrors and sources looks origins up)."""
         stream = self.streams.get(name)

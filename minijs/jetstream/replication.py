@@ -56,7 +56,12 @@ What a client sees, as on nats-server 2.15.1:
   messages are stored, and it never removes them; the next setup (a restart, a lost origin)
   finds an interest stream and makes the durable consumer.
 
-Refused (500/10052 ``minijs does not support …``): ``external`` (validation).
+``external`` (``{api, deliver}``) reaches an origin of another account of this server through
+that account's imports (a service import of its ``$JS.API.>`` under ``api``, a stream import
+covering ``deliver``), or of the same account under its own JetStream domain
+(``$JS.<domain>.API``); the index name hashes ``api`` (``<origin>:<hash>``). An origin no
+import leads to is retried like a missing one, without an error, as nats-server's requests time
+out.
 
 Invariants:
 
@@ -145,6 +150,8 @@ def index_name(src: dict) -> str:
     parts make the source header."""
     trs = src.get("subject_transforms") or []
     name = src["name"]
+    if src.get("external"):
+        name += ":" + get_hash(src["external"].get("api") or "")
     if src.get("consumer"):
         name += ":C=" + get_hash(src["consumer"]["name"])
     if not trs:
@@ -191,6 +198,10 @@ class ReplicationHost(Protocol):
     def count_api(self, error: bool) -> None:
         """Count one internal API request (as ``api.total``; ``api.errors`` when it failed)."""
 
+    def lookup_external(self, api: str, deliver: str, name: str) -> "Stream | None":
+        """The stream ``name`` behind the JetStream API prefix ``api`` (``external``), if its
+        requests reach one from here and deliveries on ``deliver`` come back; else None."""
+
     def soon(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the next loop turn."""
 
@@ -225,6 +236,9 @@ class Link:
         self._single = self.rfilters[0] if len(self.rfilters) == 1 else None
         #: ``consumer``: the durable consumer the application made for this link (by name)
         self.given: str = (spec.get("consumer") or {}).get("name", "")
+        #: ``external``: {api, deliver} — the origin is in another account of this server
+        #: (reached through imports) or this account under its own JetStream domain
+        self.external: dict | None = spec.get("external") or None
         self.sseq = 0
         #: sources: the origin sequence of the last message stored (duplicates dropped are not):
         #: what info reports as ``seq`` and what a restart resumes after
@@ -318,14 +332,28 @@ class Link:
 
     # ------------------------------------------------------------------ setup
 
+    def lookup_origin(self) -> "Stream | None":
+        """The live origin stream: in this engine, or for ``external`` wherever its API
+        prefix leads (see :meth:`ReplicationHost.lookup_external`)."""
+        if self.external is None:
+            return self.host.lookup(self.name)
+        ext = self.external
+        return self.host.lookup_external(ext.get("api") or "", ext.get("deliver") or "",
+                                         self.name)
+
     def _attempt(self) -> None:
         """One consumer create request to the origin, answered at once."""
         if self.closed or self.target.closed:
             return
         self._unfollow()
         self.lreq = self.clock.monotonic()
-        origin = self.host.lookup(self.name)
+        origin = self.lookup_origin()
         if origin is None:
+            if self.external is not None:
+                # nobody answers its API prefix (or its deliveries cannot come back): as on
+                # nats-server the request times out and is tried again, with no error shown
+                self._retry_later(failed=False)
+                return
             self.host.count_api(True)
             self.err = E.stream_not_found().to_json()
             self.fails += 1
@@ -788,7 +816,11 @@ class Link:
     def info(self) -> dict:
         """``StreamSourceInfo`` as nats-server 2.15.1 emits it."""
         self._durable_lost()
-        out: dict[str, Any] = {"name": self.name, "lag": self.lag}
+        out: dict[str, Any] = {"name": self.name}
+        if self.external is not None:
+            out["external"] = {"api": self.external.get("api") or "",
+                               "deliver": self.external.get("deliver") or ""}
+        out["lag"] = self.lag
         if not self.mirror and self.stored:
             out["seq"] = self.stored
         last = self._last_activity()
@@ -971,7 +1003,7 @@ class Replicator:
 
     def _delete_durable(self, link: Link) -> bool:
         """Delete the origin's consumer under the link's stable name, if there is one."""
-        origin = self.host.lookup(link.name)
+        origin = link.lookup_origin()
         if origin is None or origin.closed:
             return False
         consumer = origin.consumers.get(self.stable_consumer_name(link))
