@@ -6,7 +6,6 @@ their account after a restart; ``/jsz``, ``/varz`` and ``/healthz`` report per a
 from __future__ import annotations
 
 import json
-import time
 import socket
 import urllib.error
 import urllib.request
@@ -341,8 +340,8 @@ accounts {
 def test_js_accounts_external_mirror_and_source(target: str, spawn: SpawnFn) -> None:
     """B sources and mirrors A's stream with ``external`` (A's API imported under
     ``$JS.A.API``, deliveries imported from ``deliver.>``): every message arrives, the source
-    header's index name hashes the API prefix, stream info echoes ``external``; a prefix
-    nothing answers stays unconnected (``active: -1``) without an error."""
+    header's index name hashes the API prefix, stream info echoes ``external``; a missing
+    origin there is 404/10059 in the source's ``error``."""
     srv = spawn(config=EXTERNAL, jetstream=True)
     a, b = login(srv, "a"), login(srv, "b")
     try:
@@ -373,12 +372,11 @@ def test_js_accounts_external_mirror_and_source(target: str, spawn: SpawnFn) -> 
         a.pub_ok("o.9", "late")
         wait_for(lambda: b.api("STREAM.INFO.MIR")["state"]["last_seq"] == 4, timeout=10)
         out = b.api("STREAM.CREATE.NOPE", {"name": "NOPE", "storage": "memory", "sources": [
-            {"name": "ORIG", "external": {"api": "$JS.Z.API", "deliver": "deliver.z"}}]})
+            {"name": "MISSING", "external": ext}]})
         assert "error" not in out, out
-        time.sleep(1.5)
-        nope = b.api("STREAM.INFO.NOPE")
-        assert nope["state"]["messages"] == 0
-        assert (nope["sources"][0]["active"], "error" in nope["sources"][0]) == (-1, False)
+        nope = wait_for(lambda: b.api("STREAM.INFO.NOPE")["sources"][0].get("error"),
+                        timeout=10)
+        assert nope == {"code": 404, "err_code": 10059, "description": "stream not found"}
     finally:
         a.close()
         b.close()

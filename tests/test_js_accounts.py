@@ -179,7 +179,7 @@ async def test_nats_py_through_an_imported_jetstream_api():
             await nc.close()
 
 
-async def test_external_whose_deliveries_cannot_come_back_is_refused():
+async def test_external_minijs_cannot_follow_is_refused():
     from minijs.confparse import parse_config
 
     cfg = parse_config("""
@@ -193,12 +193,14 @@ async def test_external_whose_deliveries_cannot_come_back_is_refused():
     async with Server(cfg) as srv:
         nc = await nats.connect(srv.client_url, user="b", password="b")
         try:
-            for deliver in ("", "deliver.b"):
+            for api, deliver, why in (("$JS.A.API", "", "deliveries cannot come back"),
+                                      ("$JS.A.API", "deliver.b", "deliveries cannot come back"),
+                                      ("$JS.hub.API", "d", "another JetStream domain")):
                 body = {"name": "AGG", "sources": [
-                    {"name": "ORIG", "external": {"api": "$JS.A.API", "deliver": deliver}}]}
+                    {"name": "ORIG", "external": {"api": api, "deliver": deliver}}]}
                 reply = await nc.request("$JS.API.STREAM.CREATE.AGG", json.dumps(body).encode())
                 err = json.loads(reply.data)["error"]
                 assert err["err_code"] == 10052
-                assert "deliveries cannot come back" in err["description"]
+                assert why in err["description"]
         finally:
             await nc.close()

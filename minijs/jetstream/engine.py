@@ -465,17 +465,18 @@ class JetStream:
         """``external`` mirrors and sources: the stream ``name`` of the account whose
         JetStream API this account reaches under the prefix ``api`` (a service import of its
         ``$JS.API.>``), with deliveries on ``deliver`` coming back (a stream import); None
-        when nothing answers there (as on a single nats-server, an ``api`` of its own domain
-        reaches nothing)."""
+        when the stream is not there (:meth:`check_external` refused the rest)."""
         account = self._external_account(api)
         if account is None or not self._external_returns(account, deliver):
             return None
         return self.group.engines[account].lookup(name)
 
     def check_external(self, cfg: StreamConfig) -> None:
-        """500/10052 for an ``external`` whose API this account reaches but whose deliveries
-        could not come back (no ``deliver`` prefix, or one it does not import): nats-server
-        connects such a link that then receives nothing, which minijs does not imitate."""
+        """500/10052 for an ``external`` that does not lead to an account of this server with
+        JetStream (another server's domain: nats-server would wait for it, minijs cannot
+        reach it), or whose deliveries could not come back (no ``deliver`` prefix, or one
+        this account does not import: nats-server connects such a link, which then receives
+        nothing)."""
         from minijs.jetstream import errors as E
 
         for src in ([cfg.mirror] if cfg.mirror else []) + list(cfg.sources or []):
@@ -483,8 +484,12 @@ class JetStream:
             if not ext:
                 continue
             account = self._external_account(ext.get("api") or "")
-            if account is not None and not self._external_returns(account,
-                                                                  ext.get("deliver") or ""):
+            if account is None:
+                raise E.unsupported_feature(
+                    "external mirrors and sources of another JetStream domain (the api prefix "
+                    "leads to no account of this server: import that account's $JS.API.> "
+                    "under it)")
+            if not self._external_returns(account, ext.get("deliver") or ""):
                 raise E.unsupported_feature(
                     "external mirrors and sources whose deliveries cannot come back (give a "
                     "deliver prefix this account imports as a stream from the origin's "

@@ -57,11 +57,10 @@ What a client sees, as on nats-server 2.15.1:
   finds an interest stream and makes the durable consumer.
 
 ``external`` (``{api, deliver}``) reaches an origin of another account of this server through
-that account's imports (a service import of its ``$JS.API.>`` under ``api``, a stream import
-covering ``deliver``), or of the same account under its own JetStream domain
-(``$JS.<domain>.API``); the index name hashes ``api`` (``<origin>:<hash>``). An origin no
-import leads to is retried like a missing one, without an error, as nats-server's requests time
-out.
+the follower account's imports (a service import of that account's ``$JS.API.>`` under
+``api``, a stream import covering ``deliver``); any other ``external`` is refused at
+create/update (``minijs does not support …``). The index name hashes ``api``
+(``<origin>:<hash>``); a missing origin there is reported as a local one is.
 
 Invariants:
 
@@ -349,11 +348,6 @@ class Link:
         self.lreq = self.clock.monotonic()
         origin = self.lookup_origin()
         if origin is None:
-            if self.external is not None:
-                # nobody answers its API prefix (or its deliveries cannot come back): as on
-                # nats-server the request times out and is tried again, with no error shown
-                self._retry_later(failed=False)
-                return
             self.host.count_api(True)
             self.err = E.stream_not_found().to_json()
             self.fails += 1
