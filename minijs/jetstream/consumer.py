@@ -118,6 +118,13 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._npc = 0
         self._npc_valid = False
         self._npf = 0  # the stream's last sequence when _npc was counted
+        # Unfiltered consumers (_lazy) add the stream's announced messages to _npc when asked
+        # (_np_sync): _npa is a sequence every later announced one is above, _npa_n and
+        # _npa_ep the stream's sig_n and sig_epoch when _npa was taken.
+        self._lazy = False
+        self._npa = 0
+        self._npa_n = 0
+        self._npa_ep = 0
         self._ack_sub: Any = None
         self._ack_timer: Any = None
         self._ack_timer_at = 0
@@ -178,13 +185,43 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         return any(subject_matches(f, subject) for f in self.filters)
 
     def signal(self, seq: int, subject: str) -> None:
-        """A message was stored: count it as pending and serve waiting requests."""
+        """A message was stored: count it as pending and serve waiting requests. The stream
+        calls this for filtered consumers only; an unfiltered one counts lazily
+        (:meth:`_np_sync`) and is woken through :meth:`wake_new`."""
         if self.closed:
+            return
+        if self._lazy:
+            if self._npc_valid:
+                self._np_sync()
+            self._wake()
             return
         if (self._npc_valid and seq > self._npf and seq >= self.sseq and not self._lps
                 and self.matches(subject)):
             self._npc += 1
         self._wake()
+
+    def wake_new(self) -> bool:
+        """An unfiltered consumer in the stream's ``wakeable`` set hears of a new message:
+        deliver what it can and return True, or return False (and leave the set) when a new
+        message cannot make it deliver: closed, now filtered, a pull consumer without
+        waiting requests, a push consumer without interest. It registers again
+        (:meth:`_want_wake`) when that changes."""
+        if self.closed or not self._lazy:
+            return False
+        if self._dsubj:
+            if not self.active:
+                return False
+            self._push()
+        elif self.waiting:
+            self._dispatch()
+        else:
+            return False
+        return True
+
+    def _want_wake(self) -> None:
+        """Be woken by new messages (an unfiltered consumer that may deliver now)."""
+        if self._lazy and not self.closed:
+            self.stream.wakeable[self] = None
 
     def _wake(self) -> None:
         """Something may be deliverable now: push it, or serve waiting pull requests."""
@@ -355,6 +392,11 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         except ValueError:
             self._sfreq = 0
         self.filters = [f for f in C.filters_of(cfg) if f != ">"]
+        if self._lazy != (not self.filters):
+            self._lazy = not self.filters
+            self._npc_valid = False
+        if self._lazy and (self.waiting or (self._dsubj and self.active)):
+            self._want_wake()
         changed = getattr(self.stream.consumers, "changed", None)
         if changed is not None:
             changed()  # the stream's index of who takes which subject is stale
@@ -564,9 +606,47 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if not self._npc_valid:
             store = self.stream.store
             self._npc = self._count_from(self.sseq, store)
-            self._npf = store.last_seq
-            self._npc_valid = True
+            self._np_base(store.last_seq)
+        elif self._lazy:
+            self._np_sync()
         return self._npc
+
+    def _np_base(self, last: int) -> None:
+        """``_npc`` was just counted with the stream's last sequence at ``last``."""
+        self._npf = last
+        self._npc_valid = True
+        st = self.stream
+        # Every message announced from now on is above the last one stored, unless some
+        # stored ones still wait to be announced: then above the last one announced.
+        self._npa = last if st.sig_queued <= st.sig_last else st.sig_last
+        self._npa_n = st.sig_n
+        self._npa_ep = st.sig_epoch
+
+    def _np_sync(self) -> None:
+        """Count the messages the stream announced since the last sync as :meth:`signal`
+        would have one by one: those above ``_npf`` and at or after the position. The
+        announced ones lie above ``_npa``; when the bound is higher, they are counted by
+        sequence if they had no gaps, else pending is recounted on the next ask."""
+        st = self.stream
+        n = st.sig_n - self._npa_n
+        if n <= 0:
+            return
+        if st.sig_epoch != self._npa_ep:
+            self._npc_valid = False
+            return
+        lo = self._npf
+        if self.sseq - 1 > lo:
+            lo = self.sseq - 1
+        last = st.sig_last
+        if lo <= self._npa:
+            self._npc += n
+        elif lo < last:
+            if last - self._npa != n:
+                self._npc_valid = False
+                return
+            self._npc += last - lo
+        self._npa = last
+        self._npa_n = st.sig_n
 
     def _count_from(self, seq: int, store: Any) -> int:
         if not self.filters:
@@ -684,9 +764,14 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             else:
                 self.sseq = seq + 1  # nats-server: right after the delivered one
         else:
-            self.sseq = seq + 1
-            if self._npc_valid and self._npc > 0:
-                self._npc -= 1
+            if self._npc_valid:
+                if self._lazy:
+                    self._np_sync()  # count what was announced before the position moves
+                self.sseq = seq + 1
+                if self._npc > 0:
+                    self._npc -= 1
+            else:
+                self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
         pending = self._npc if self._npc_valid and not self._lps else self.num_pending()
         self.delivered_at = now

@@ -152,6 +152,17 @@ class Stream:
         #: Stored messages not yet announced to consumers: they are announced after the pub
         #: ack is sent (and, for file streams, after the commit), the order nats-server shows.
         self._signals: list[tuple[int, str]] = []
+        #: For consumers that count pending lazily (unfiltered ones, ``Consumer._np_sync``):
+        #: the last sequence announced, how many were announced, an epoch that changes if
+        #: sequences are ever announced out of order, and the last sequence queued.
+        self.sig_last = 0
+        self.sig_n = 0
+        self.sig_epoch = 0
+        self.sig_queued = 0
+        #: Unfiltered consumers a new message may let deliver now (a pull consumer with waiting
+        #: requests, a push consumer with interest), in the order they asked; the others are
+        #: not told of each message (``Consumer.wake_new`` drops those that no longer can).
+        self.wakeable: dict[Any, None] = {}
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
@@ -525,6 +536,7 @@ class Stream:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((seq, subject))
+            self.sig_queued = seq
         if self.schedules is not None:
             self.schedules.stored(seq, subject, hdr, ts)
         return seq
@@ -618,6 +630,7 @@ class Stream:
             self._do_republish(stored, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((stored, subject))
+            self.sig_queued = stored
         self._after_replicated()
         return stored
 
@@ -697,8 +710,11 @@ class Stream:
 
     def _release_signals(self) -> None:
         """Tell the consumers whose filter takes each message stored since the last call
-        (as nats-server signals through its index of consumer filters): the consumers of a
-        subject are looked up once and kept until the consumers or their filters change."""
+        (as nats-server signals through its index of consumer filters): the filtered
+        consumers of a subject are looked up once and kept until the consumers or their
+        filters change. Unfiltered consumers take every message: they count it from
+        ``sig_last``/``sig_n`` when asked, and only those that may deliver now
+        (``wakeable``) are woken."""
         signals = self._signals
         if signals:
             self._signals = []
@@ -708,19 +724,40 @@ class Stream:
                 if self._signal_version != consumers.version:
                     targets.clear()
                     self._signal_version = consumers.version
+                wakeable = self.wakeable
                 for seq, subject in signals:
                     if self.closed:
                         return
+                    if seq > self.sig_last:
+                        self.sig_last = seq
+                    else:
+                        self.sig_epoch += 1
+                    self.sig_n += 1
                     found = targets.get(subject)
                     if found is None:
                         if len(targets) >= _SIGNAL_CACHE:
                             targets.clear()
                         found = targets[subject] = [c for c in consumers.values()
-                                                    if c.matches(subject)]
+                                                    if c.filters and c.matches(subject)]
                     for consumer in found:
                         consumer.signal(seq, subject)
+                    if wakeable:
+                        for consumer in list(wakeable):
+                            if not consumer.wake_new():
+                                wakeable.pop(consumer, None)
+            else:
+                self._count_signals(signals)
             for follower in list(self.followers):
                 follower.wake()
+
+    def _count_signals(self, signals: list[tuple[int, str]]) -> None:
+        """Announced with no consumer to tell: only ``sig_last``/``sig_n`` move."""
+        for seq, _ in signals:
+            if seq > self.sig_last:
+                self.sig_last = seq
+            else:
+                self.sig_epoch += 1
+        self.sig_n += len(signals)
 
     # ------------------------------------------------------------------ dedup
 
@@ -829,6 +866,7 @@ class Stream:
             self._purged(subject)
             if self.consumers or self.followers:
                 self._signals.append((seq, subject))
+            self.sig_queued = seq
         if removed or markers:
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
