@@ -31,7 +31,7 @@ SUBJECTS = ("s.a", "s.b", "s.c.d")
 
 
 def _consumer_config(name: str, rnd_cfg: dict) -> dict:
-    cfg = {"durable_name": name, "ack_policy": "explicit", "ack_wait": 30 * S, **rnd_cfg}
+    cfg = {"durable_name": name, "ack_wait": 30 * S, **rnd_cfg}
     if name.endswith("f"):
         cfg["filter_subject"] = "s.>"
     elif cfg["deliver_policy"] == "last_per_subject":
@@ -49,6 +49,7 @@ class Twins:
         self.nc: Any = None
         #: consumer -> ack reply subjects received, in order
         self.got: dict[str, list[str]] = {c: [] for pair in PAIRS for c in pair}
+        self.desc = ""  # the stream and consumer configs, for failure messages
 
     async def connect(self) -> None:
         self.nc = await nats.connect(self.server.client_url)
@@ -75,14 +76,14 @@ class Twins:
     async def compare(self, step: str) -> None:
         await self.settle()
         for u, f in PAIRS:
-            assert self.tokens(u) == self.tokens(f), (step, u)
+            assert self.tokens(u) == self.tokens(f), (self.desc, step, u)
             iu = await api(self.nc, f"CONSUMER.INFO.S.{u}")
             iff = await api(self.nc, f"CONSUMER.INFO.S.{f}")
             for key in ("num_pending", "num_ack_pending", "num_redelivered", "num_waiting"):
-                assert iu[key] == iff[key], (step, u, key, iu[key], iff[key])
+                assert iu[key] == iff[key], (self.desc, step, u, key, iu[key], iff[key])
             for key in ("delivered", "ack_floor"):
                 assert ({k: v for k, v in iu[key].items() if k != "last_active"}
-                        == {k: v for k, v in iff[key].items() if k != "last_active"}), (step, u, key)
+                        == {k: v for k, v in iff[key].items() if k != "last_active"}), (self.desc, step, u, key)
 
     async def publish_burst(self) -> None:
         for _ in range(self.rnd.randint(1, 40)):
@@ -132,7 +133,7 @@ class Twins:
 
 @pytest.mark.parametrize("storage", ["memory", "file"])
 @pytest.mark.parametrize("retention", ["limits", "interest"])
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(6))
 async def test_unfiltered_twin_reports_and_delivers_like_filtered(
         seed: int, retention: str, storage: str, tmp_path: Path) -> None:
     rnd = random.Random(f"{seed}-{retention}-{storage}")
@@ -158,13 +159,17 @@ async def test_unfiltered_twin_reports_and_delivers_like_filtered(
         rnd_cfg["deliver_policy"] = policy
         if policy == "by_start_sequence":
             rnd_cfg["opt_start_seq"] = rnd.randint(1, 80)
-        if rnd.random() < 0.5:
+        rnd_cfg["ack_policy"] = rnd.choice(("explicit", "explicit", "all", "none"))
+        if rnd.random() < 0.5 and rnd_cfg["ack_policy"] != "none":
             rnd_cfg["max_ack_pending"] = rnd.choice((5, 25))
+        if rnd.random() < 0.3:
+            rnd_cfg["max_deliver"] = 2
         for pair in PAIRS:
             for name in pair:
                 out = await api(t.nc, f"CONSUMER.CREATE.S.{name}",
                                 {"stream_name": "S", "config": _consumer_config(name, rnd_cfg)})
                 assert "error" not in out, out
+        t.desc = json.dumps([stream, rnd_cfg])
         await t.compare("create")
         for step in range(40):
             r = rnd.random()
@@ -186,7 +191,12 @@ async def test_unfiltered_twin_reports_and_delivers_like_filtered(
             elif r < 0.9:
                 clock.advance(31)  # ack wait over: redeliveries
                 what = "redeliver"
-            elif r < 0.95 and storage == "file":
+            elif r < 0.95 and storage == "file" and not (
+                    policy == "last_per_subject" and retention == "interest"):
+                # (Not for last_per_subject on interest streams: a restored consumer counts
+                # pending as subjects until something is removed, then as messages, and on an
+                # interest stream the removal comes between the twins' acks, so the twin acked
+                # second would legitimately report the other count.)
                 await t.settle()
                 await t.nc.close()
                 await server.restart()

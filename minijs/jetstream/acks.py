@@ -275,7 +275,7 @@ class AckTracking:
     def _maybe_remove(self, seq: int, subject: str) -> None:
         stream = self.stream
         if stream.config.retention == "interest":
-            for other in stream.consumers.values():
+            for other in stream.interested(subject):
                 if other is not self and other.needs(seq, subject):
                     return
         stream.remove_msg(seq, False)

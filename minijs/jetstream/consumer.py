@@ -3,7 +3,8 @@ pull requests (reference ``jetstream-behavior.md`` §3, §5; ``jetstream-api.md`
 
 A consumer lives inside its stream (``stream.consumers[name]``) and is driven by:
 
-* the engine's hooks (:meth:`signal` on every stored message, :meth:`on_removed`,
+* the engine's hooks (:meth:`signal` on every stored message it takes, or for an unfiltered
+  consumer :meth:`wake_new` while it may deliver; :meth:`on_removed`,
   :meth:`on_purged`, :meth:`delete`);
 * ``CONSUMER.MSG.NEXT`` requests (:meth:`next_request`), queued FIFO and served round-robin;
 * acks on its own internal subscription ``$JS.ACK.<stream>.<consumer>.>`` — nats-server only
@@ -41,8 +42,16 @@ Invariants of the position and delivery:
   delivery is its own ack (the ack floor follows it) and, on a work-queue or interest stream,
   removes the message.
 * ``num_pending`` (matching messages not yet delivered) is a running count while valid; a
-  removal, purge or config change makes it recount on the next ask (a message stored before
-  the recount, ``_npf``, is not counted twice when its signal comes).
+  removal (the stream's ``rm_epoch`` moves), purge or config change makes it recount on the
+  next ask (a message stored before the recount, ``_npf``, is not counted twice when its
+  signal comes). A filtered consumer counts each message as the stream signals it; an
+  unfiltered one takes every message, so it is not signalled one by one: it adds what the
+  stream announced since it last looked (``sig_n``/``sig_last``) when asked or before its
+  position moves (:meth:`_np_sync`), with the same result. It is woken by new messages only
+  while it may deliver (the stream's ``wakeable``: a pull consumer with waiting requests, a
+  push consumer with interest), so idle unfiltered consumers cost nothing per message; nor
+  are consumers without pending acks or delivery counts visited when a message is removed
+  (the stream's ``holders``).
 * Messages leaving the stream (nats-server ``decStreamPending`` and ``purgeLocked``): one
   removed by itself (a limit, expiry, ``MSG.DELETE``, retention) while awaiting an ack is
   acked as a ``+TERM`` with its advisory; a purge — the API's, a rollup (a purge of its
@@ -122,6 +131,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         # (_np_sync): _npa is a sequence every later announced one is above, _npa_n and
         # _npa_ep the stream's sig_n and sig_epoch when _npa was taken.
         self._lazy = False
+        self._np_rm = 0  # the stream's rm_epoch when _npc was counted
+        self._holding = False  # in the stream's holders
         self._npa = 0
         self._npa_n = 0
         self._npa_ep = 0
@@ -217,6 +228,13 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         else:
             return False
         return True
+
+    def _hold(self) -> None:
+        """Hear of messages removed from the stream one by one (:meth:`on_removed`): this
+        consumer may hold pending acks or delivery counts of them."""
+        if not self._holding and not self.closed:
+            self._holding = True
+            self.stream.holders[self] = None
 
     def _want_wake(self) -> None:
         """Be woken by new messages (an unfiltered consumer that may deliver now)."""
@@ -378,6 +396,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         elif cfg.inactive_threshold > 0:
             self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9, self._check_inactive)
         self._schedule_unpause()
+        if self.pending or self.rdc:
+            self._hold()
         if not self._restored:
             self._changed()
         if self._dsubj and self.active:
@@ -603,7 +623,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._lps:
             store = self.stream.store
             return len(self._lps) + self._count_from(self._lps_resume, store)
-        if not self._npc_valid:
+        if not self._npc_valid or self._np_rm != self.stream.rm_epoch:
             store = self.stream.store
             self._npc = self._count_from(self.sseq, store)
             self._np_base(store.last_seq)
@@ -616,6 +636,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._npf = last
         self._npc_valid = True
         st = self.stream
+        self._np_rm = st.rm_epoch
         # Every message announced from now on is above the last one stored, unless some
         # stored ones still wait to be announced: then above the last one announced.
         self._npa = last if st.sig_queued <= st.sig_last else st.sig_last
@@ -690,6 +711,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 if dc == cfg.max_deliver + 1:
                     self._advise_max_deliveries(seq, dc - 1)
                 self._give_up(seq, dc)
+                self._hold()
                 continue
             sm = store.load(seq) if seq in self.pending else None
             if sm is None:
@@ -773,7 +795,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             else:
                 self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
-        pending = self._npc if self._npc_valid and not self._lps else self.num_pending()
+        pending = (self._npc if self._npc_valid and not self._lps
+                   and self._np_rm == self.stream.rm_epoch else self.num_pending())
         self.delivered_at = now
         cfg = self.config
         policy = cfg.ack_policy
@@ -804,6 +827,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                     self.rdc.pop(seq, None)
             if self._ack_timer is None or self._ack_timer_at > deadline:
                 self._arm_ack_timer(deadline)
+            if not self._holding:
+                self._hold()
         if self._persist and not self._save_scheduled:
             self._schedule_save()
         # _ack_subject(dc, sm, dseq, pending), inlined

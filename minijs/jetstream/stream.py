@@ -12,9 +12,13 @@ turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares 
 Memory streams ack at once.
 
 A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
-messages (``signal``); at once about messages removed one by one (``on_removed``: limits,
-expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, rollups, subject
-delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
+messages (``signal`` to the filtered consumers whose filter takes the subject; unfiltered ones
+count from ``sig_n``/``sig_last`` when asked and only those that may deliver now, in
+``wakeable``, are woken); at once about messages removed one by one (``on_removed``: limits,
+expiry, ``MSG.DELETE``, retention; to the consumers holding pending acks, ``holders``, while
+``rm_epoch`` tells the rest to recount) and about purges (``on_purged``: the API's, rollups,
+subject delete markers), as nats-server's store callbacks and ``purgeLocked`` do. So the cost
+of a message does not grow with idle consumers.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
 has ``followers`` (objects with ``wake()``), woken after its new messages are committed, and a
@@ -138,8 +142,10 @@ class Stream:
         self.created = created
         self.store = store
         self.consumers: ConsumerMap = ConsumerMap()
-        #: subject -> the consumers whose filter takes it (valid for ``consumers.version``)
+        #: subject -> the filtered consumers whose filter takes it, and the unfiltered
+        #: consumers (both valid for ``consumers.version``)
         self._signal_targets: dict[str, list[Any]] = {}
+        self._unfiltered: list[Any] = []
         self._signal_version = -1
         self.closed = False
         self._subs: list[Subscription] = []
@@ -163,6 +169,11 @@ class Stream:
         #: requests, a push consumer with interest), in the order they asked; the others are
         #: not told of each message (``Consumer.wake_new`` drops those that no longer can).
         self.wakeable: dict[Any, None] = {}
+        #: Changes whenever messages leave the store one by one (consumers' pending counts
+        #: taken before are stale), and the consumers that may hold pending acks or delivery
+        #: counts of such messages (``Consumer._hold``), told of them by ``_on_removed``.
+        self.rm_epoch = 0
+        self.holders: dict[Any, None] = {}
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
@@ -668,10 +679,7 @@ class Stream:
 
     def _has_interest(self, subject: str) -> bool:
         """Interest retention: does any consumer's filter match ``subject``?"""
-        for consumer in self.consumers.values():
-            if consumer.matches(subject):
-                return True
-        return False
+        return bool(self.consumers) and bool(self.interested(subject))
 
     def _do_republish(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int) -> None:
         dest = self._republish.apply(subject)
@@ -722,8 +730,7 @@ class Stream:
             if consumers:
                 targets = self._signal_targets
                 if self._signal_version != consumers.version:
-                    targets.clear()
-                    self._signal_version = consumers.version
+                    self._refresh_targets()
                 wakeable = self.wakeable
                 for seq, subject in signals:
                     if self.closed:
@@ -749,6 +756,27 @@ class Stream:
                 self._count_signals(signals)
             for follower in list(self.followers):
                 follower.wake()
+
+    def _refresh_targets(self) -> None:
+        self._signal_targets.clear()
+        self._unfiltered = [c for c in self.consumers.values() if not c.filters]
+        self._signal_version = self.consumers.version
+
+    def interested(self, subject: str) -> list[Any]:
+        """The consumers whose filter takes ``subject``: the unfiltered ones, then the
+        filtered ones (from the index ``_release_signals`` keeps)."""
+        if self._signal_version != self.consumers.version:
+            self._refresh_targets()
+        targets = self._signal_targets
+        found = targets.get(subject)
+        if found is None:
+            if len(targets) >= _SIGNAL_CACHE:
+                targets.clear()
+            found = targets[subject] = [c for c in self.consumers.values()
+                                        if c.filters and c.matches(subject)]
+        if not self._unfiltered:
+            return found
+        return self._unfiltered + found if found else self._unfiltered
 
     def _count_signals(self, signals: list[tuple[int, str]]) -> None:
         """Announced with no consumer to tell: only ``sig_last``/``sig_n`` move."""
@@ -872,10 +900,19 @@ class Stream:
         self._schedule_expiry()
 
     def _on_removed(self, seqs: list[int]) -> None:
-        """Messages left the store (limits, expiry, purge): let consumers forget them."""
-        if seqs and self.consumers:
-            for consumer in list(self.consumers.values()):
-                consumer.on_removed(seqs)
+        """Messages left the store (limits, expiry, retention, ``MSG.DELETE``): every
+        consumer recounts pending on its next ask (``rm_epoch``), and those holding pending
+        acks or delivery counts (``holders``) forget them; the others are not visited."""
+        if seqs:
+            self.rm_epoch += 1
+            holders = self.holders
+            if holders:
+                for consumer in list(holders):
+                    if consumer.closed or not (consumer.pending or consumer.rdc):
+                        holders.pop(consumer, None)
+                        consumer._holding = False
+                    else:
+                        consumer.on_removed(seqs)
 
     # ------------------------------------------------------------------ consumers
 
