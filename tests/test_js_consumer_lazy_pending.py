@@ -212,3 +212,34 @@ async def test_unfiltered_twin_reports_and_delivers_like_filtered(
         if t.nc is not None:
             await t.nc.close()
         await server.stop()
+
+
+async def test_deleted_consumers_leave_the_streams_sets(tmp_path: Path) -> None:
+    """A consumer that delivered (a holder of pending acks) and waits for more (wakeable) is
+    forgotten by its stream when deleted, even if no message comes or goes afterwards."""
+    server = Server(port=0, jetstream=True, clock=VirtualClock(),
+                    store_dir=str(tmp_path / "js"))
+    await server.start()
+    nc = await nats.connect(server.client_url)
+    try:
+        out = await api(nc, "STREAM.CREATE.S", {"name": "S", "subjects": ["s.>"],
+                                                "storage": "memory"})
+        assert "error" not in out, out
+        await nc.publish("s.a", b"x")
+        out = await api(nc, "CONSUMER.CREATE.S.c",
+                        {"stream_name": "S", "config": {"durable_name": "c",
+                                                        "ack_policy": "explicit"}})
+        assert "error" not in out, out
+        sub = await nc.subscribe("r.c")
+        await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 5, "expires": 60000000000}',
+                         reply="r.c")
+        await sub.next_msg(timeout=2)
+        stream = server.jetstream.streams["S"]  # type: ignore[union-attr]
+        consumer = stream.consumers["c"]
+        assert consumer in stream.holders and consumer in stream.wakeable
+        out = await api(nc, "CONSUMER.DELETE.S.c")
+        assert out.get("success") is True, out
+        assert not stream.holders and not stream.wakeable
+    finally:
+        await nc.close()
+        await server.stop()

@@ -358,6 +358,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 replies, self._ack_replies = self._ack_replies, []
                 self.stream.confirm_after_commit(replies)
         self.closed = True
+        self.stream.wakeable.pop(self, None)
+        self.stream.holders.pop(self, None)
+        self._holding = False
         for wr in self.waiting:
             wr.cancel()
         self.waiting.clear()
