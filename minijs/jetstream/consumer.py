@@ -650,7 +650,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         """Count the messages the stream announced since the last sync as :meth:`signal`
         would have one by one: those above ``_npf`` and at or after the position. The
         announced ones lie above ``_npa``; when the bound is higher, they are counted by
-        sequence if they had no gaps, else pending is recounted on the next ask."""
+        sequence: they have no gaps (the stream calls :meth:`np_gap` at each gap), else
+        pending would be recounted on the next ask."""
         st = self.stream
         n = st.sig_n - self._npa_n
         if n <= 0:
@@ -671,6 +672,21 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             self._npc += last - lo
         self._npa = last
         self._npa_n = st.sig_n
+
+    def np_gap(self, seq: int) -> None:
+        """The stream announces ``seq`` after a gap in the announced sequences (an unfiltered
+        consumer): count what was announced up to the gap (consecutive since the last gap),
+        then ``seq`` as :meth:`signal` would, so :meth:`_np_sync` only ever sees consecutive
+        sequences."""
+        if self.closed or not self._npc_valid:
+            return
+        self._np_sync()
+        if not self._npc_valid:
+            return
+        if seq > self._npf and seq >= self.sseq and not self._lps:
+            self._npc += 1
+        self._npa = seq
+        self._npa_n = self.stream.sig_n + 1  # the stream counts this one right after
 
     def _count_from(self, seq: int, store: Any) -> int:
         if not self.filters:

@@ -735,7 +735,13 @@ class Stream:
                 for seq, subject in signals:
                     if self.closed:
                         return
-                    if seq > self.sig_last:
+                    if seq == self.sig_last + 1:
+                        self.sig_last = seq
+                    elif seq > self.sig_last:
+                        # after a gap (sequences stored unannounced or skipped): unfiltered
+                        # consumers count up to here, then this one, as signal() would
+                        for consumer in self._unfiltered:
+                            consumer.np_gap(seq)
                         self.sig_last = seq
                     else:
                         self.sig_epoch += 1
