@@ -182,9 +182,10 @@ class JsClient:
         raw.barrier()
 
     @classmethod
-    def connect(cls, endpoint: Endpoint) -> "JsClient":
+    def connect(cls, endpoint: Endpoint, **connect_options: Any) -> "JsClient":
+        """Connect (``connect_options`` go into CONNECT: ``user``, ``pass``, ...)."""
         raw = RawClient.connect(endpoint.host, endpoint.port)
-        raw.handshake()
+        raw.handshake(**connect_options)
         return cls(raw)
 
     def close(self) -> None:

@@ -59,6 +59,10 @@ Test Control (minijs only):
         --clock <wall|virtual|auto>  Server time: real, moved by $MINIJS.CLOCK.ADVANCE, or
                                      jumping to the next timer when idle (also MINIJS_CLOCK)
 
+Event Loop (minijs only):
+        --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
+                                     or uvloop when installed (also MINIJS_LOOP)
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
@@ -115,6 +119,7 @@ _flag(("auth",), "token", "str")
 _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
+_flag(("loop",), "loop", "str")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
@@ -247,11 +252,6 @@ def build_config(given: dict[str, Any]) -> Any:
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)
-    if config.jetstream and config.accounts:
-        from minijs.config import ConfigError
-        from minijs.server import JETSTREAM_ACCOUNTS_UNSUPPORTED
-
-        raise ConfigError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
     return config
 
 
@@ -264,6 +264,16 @@ def clock_choice(given: dict[str, Any]) -> str:
     if value not in CLOCKS:
         raise UsageError(f'invalid value "{value}" for flag -clock: use wall, virtual or auto')
     return value
+
+
+def event_loop_choice(given: dict[str, Any]) -> str:
+    """``asyncio`` or ``uvloop``, from ``--loop`` or ``MINIJS_LOOP`` (default asyncio)."""
+    from minijs.eventloop import LoopError, loop_choice
+
+    try:
+        return loop_choice(given.get("loop"))
+    except LoopError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def version_line() -> str:
@@ -302,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = build_config(given)
         clock = clock_choice(given)
+        loop = event_loop_choice(given)
     except (ConfigError, UsageError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
@@ -325,20 +336,23 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
     try:
-        return _run(config, log_stream, clock)
+        return _run(config, log_stream, clock, loop)
     finally:
         if log_stream is not None:
             log_stream.close()
 
 
-def _run(config: Any, log_stream: TextIO | None, clock: str = "wall") -> int:
+def _run(config: Any, log_stream: TextIO | None, clock: str = "wall",
+         loop: str = "asyncio") -> int:
     import asyncio
 
+    from minijs.eventloop import loop_factory
     from minijs.log import Logger
 
     logger = Logger(log_stream, debug=config.debug, trace=config.trace)
     try:
-        return asyncio.run(_serve(config, logger, clock))
+        with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
+            return runner.run(_serve(config, logger, clock))
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         return 130
 
@@ -387,6 +401,9 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
         except OSError as exc:
             logger.fatal(_start_error(config, exc))
             return 1
+        from minijs.eventloop import describe
+
+        logger.debug(f"Event loop: {describe(loop)}")  # minijs only: nats-server has no such line
         await stop_requested.wait()
         await server.stop()  # logs "Initiating Shutdown..." and "Server Exiting.."
         return 0

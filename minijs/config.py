@@ -82,8 +82,68 @@ class User:
     account: str = GLOBAL_ACCOUNT
 
 
+#: nats-server's default response threshold of a service export (two minutes).
+DEFAULT_RESPONSE_THRESHOLD = 120.0
+
+
+@dataclass(frozen=True)
+class Export:
+    """One entry of an account's ``exports``: a stream or a service other accounts may import.
+
+    ``accounts`` None: public; ``response_type`` ``"Singleton"``, ``"Stream"`` or ``"Chunked"``
+    (services only), ``response_threshold`` in seconds."""
+
+    account: str
+    subject: str
+    service: bool
+    accounts: tuple[str, ...] | None = None
+    response_type: str = "Singleton"
+    response_threshold: float = DEFAULT_RESPONSE_THRESHOLD
+    #: ``account_token_position``: the 1-based token of an import's subject that must be the
+    #: importing account's name (0: none).
+    token_position: int = 0
+    allow_trace: bool = False  # a service: traced requests stay traced in this account
+
+
+@dataclass(frozen=True)
+class Import:
+    """One entry of an account's ``imports``: ``subject`` of account ``source`` appears in
+    ``account`` as ``to`` (a service: requests to ``to`` go to ``subject``; a stream:
+    messages on ``subject`` arrive as ``to``, or as ``prefix.subject``)."""
+
+    account: str
+    service: bool
+    source: str
+    subject: str
+    to: str = ""
+    prefix: str = ""
+    share: bool = False  # a service import: requests carry the requester's details
+    allow_trace: bool = False  # a stream import: traced messages stay traced here
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One subject mapping of an account (``mappings``): ``source`` becomes one of
+    ``dests`` (subject, weight 0..100), picked by weight."""
+
+    account: str
+    source: str
+    dests: tuple[tuple[str, int], ...]
+
+
 # ----------------------------------------------------------------------------- JetStream options
 # (kept apart from the rest of the file: the jetstream { } block and the account limits)
+
+
+@dataclass(frozen=True)
+class AccountConnLimits:
+    """An account's ``limits { max_connections max_subscriptions max_payload max_leafnodes }``
+    (nats-server's account limits of a config file); -1 is "no limit"."""
+
+    max_connections: int = -1
+    max_subscriptions: int = -1
+    max_payload: int = -1
+    max_leafnodes: int = -1
 
 
 @dataclass(frozen=True)
@@ -180,8 +240,16 @@ class ServerConfig:
     token: str | None = None
     users: tuple[User, ...] = ()  # authorization/account users (with permissions)
     accounts: tuple[str, ...] = ()  # configured account names (besides $G)
+    #: The accounts whose ``jetstream`` is enabled, with their limits (in config order).
+    account_jetstream: tuple[tuple[str, AccountLimits], ...] = ()
+    #: Accounts' ``limits { }`` (connections, subscriptions, payload per account).
+    account_limits: tuple[tuple[str, AccountConnLimits], ...] = ()
     #: Accounts' ``msg_trace``: (account, destination, sampling percent) for ``traceparent``.
     account_traces: tuple[tuple[str, str, int], ...] = ()
+    #: Accounts' ``exports``, ``imports`` and ``mappings`` (top-level ``mappings``: ``$G``).
+    exports: tuple[Export, ...] = ()
+    imports: tuple[Import, ...] = ()
+    mappings: tuple[Mapping, ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes
     system_account: str | None = None
     auth_timeout: float = 2.0

@@ -23,14 +23,20 @@ from minijs.config import (
     DEFAULT_PORT,
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
+    AccountConnLimits,
     AccountLimits,
     ConfigError,
+    Export,
+    Import,
     JetStreamLimitOpts,
+    Mapping,
     Permissions,
     ResponsePermission,
     ServerConfig,
     User,
 )
+from minijs.core.imports import check_imports
+from minijs.core.transform import validate_mapping
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
 
@@ -390,6 +396,29 @@ def to_python(node: Node | MapNode) -> Any:
 # ----------------------------------------------------------------------------- value checks
 
 
+def _go_type(node: Node) -> str:
+    """The Go type name nats-server's messages give a config value (``%T``)."""
+    return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
+            "map": "map[string]interface {}", "array": "[]interface {}"}[node.kind]
+
+
+def _check_mapping(src: str, dests: list[tuple[str, int, str]]) -> str | None:
+    """``AddWeightedMappings``'s refusals, in its order (None: the mapping is fine)."""
+    seen: set[str] = set()
+    total: dict[str, int] = {}
+    for subject, weight, cluster in dests:
+        if subject in seen:
+            return f"duplicate entry for {_go_quote(subject)}"
+        seen.add(subject)
+        total[cluster] = total.get(cluster, 0) + weight
+        if total[cluster] > 100:
+            return "total weight needs to be <= 100"
+        err = validate_mapping(src, subject)
+        if err:
+            return err
+    return None
+
+
 def _go_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -415,7 +444,8 @@ class _Mapper:
         self.changes: dict[str, Any] = {}
         self.no_auth_entry: Entry | None = None
         self.system_entry: Entry | None = None
-        self.account_js_entries: list[Entry] = []
+        self.accounts_entry: Entry | None = None
+        self.account_js_entries: list[tuple[str, Entry]] = []
 
     def fail(self, where: Entry | Node, message: str) -> ConfigError:
         return ConfigError(message, self.path, where.line, where.col)
@@ -537,7 +567,10 @@ class _Mapper:
             elif k in ("authorization", "authentication"):
                 self.authorization(e)
             elif k == "accounts":
+                self.accounts_entry = e
                 self.accounts(e)
+            elif k in ("mappings", "maps"):
+                self.account_mappings(e, GLOBAL_ACCOUNT)
             elif k == "no_auth_user":
                 c["no_auth_user"] = self.name_(e)
                 self.no_auth_entry = e
@@ -638,12 +671,20 @@ class _Mapper:
                 elif k == "default_permissions":
                     default = self.permissions(sub)
                 elif k == "jetstream":
-                    self.account_js_entries.append(sub)
+                    self.account_js_entries.append((acc.key, sub))
                 elif k in ("msg_trace", "trace_dest"):
                     self.account_msg_trace(sub, acc.key)
+                elif k == "limits":
+                    self.account_conn_limits(sub, acc.key)
+                elif k == "exports":
+                    self.account_exports(sub, acc.key)
+                elif k == "imports":
+                    self.account_imports(sub, acc.key)
+                elif k in ("mappings", "maps"):
+                    self.account_mappings(sub, acc.key)
                 elif sub.used:
                     continue
-                elif k in ("imports", "exports", "mappings", "maps", "limits", "nkey"):
+                elif k in ("nkey",):
                     raise self.fail(sub, f'field "{sub.key}" in account {acc.key!r} is a '
                                          "nats-server setting that minijs does not support")
                 else:
@@ -651,6 +692,270 @@ class _Mapper:
             if users is not None:
                 self.add_users(users, acc.key, default)
         self.changes["accounts"] = tuple(names)
+
+    def account_conn_limits(self, e: Entry, account: str) -> None:
+        """nats-server's ``parseAccountLimits``: ``limits { max_connections (max_conn),
+        max_subscriptions (max_subs), max_payload (max_pay), max_leafnodes (max_leafs) }``."""
+        n = e.node
+        if n.kind != "map":
+            raise self.fail(n, "Expected account limits to be a map/struct, got "
+                               f"{_describe(n)}")
+        names = {"max_connections": "max_connections", "max_conn": "max_connections",
+                 "max_subscriptions": "max_subscriptions", "max_subs": "max_subscriptions",
+                 "max_payload": "max_payload", "max_pay": "max_payload",
+                 "max_leafnodes": "max_leafnodes", "max_leafs": "max_leafnodes"}
+        values: dict[str, int] = {}
+        for sub in n.value.entries.values():
+            name = names.get(sub.key.lower())
+            if name is None:
+                if sub.used:
+                    continue
+                raise self.fail(sub, f'Unknown field "{sub.key}" parsing account limits')
+            if sub.node.kind != "int":
+                raise self.fail(sub, f'account limits: "{sub.key}" expects an integer, got '
+                                     f"{_describe(sub.node)}")
+            values[name] = sub.node.value
+        limits = dict(self.changes.get("account_limits", ()))
+        limits[account] = AccountConnLimits(**values)
+        self.changes["account_limits"] = tuple(limits.items())
+
+    # -- exports, imports, mappings (opts.go parseAccountExports/Imports/Mappings)
+
+    def account_exports(self, e: Entry, account: str) -> None:
+        n = e.node
+        if n.kind != "array":
+            raise self.fail(e, f"Exports should be an array, got {_go_type(n)}")
+        exports = list(self.changes.get("exports", ()))
+        for item in n.value:
+            exports.append(self.export_item(item, account))
+        self.changes["exports"] = tuple(exports)
+
+    def export_item(self, item: Node, account: str) -> Export:
+        """``parseExportStreamOrService``: ``{stream|service: subject, accounts, response_type,
+        response_threshold}``."""
+        if item.kind != "map":
+            raise self.fail(item, "Export Items should be a map with type entry, got "
+                                  f"{_go_type(item)}")
+        subject = kind = None
+        accounts: tuple[str, ...] | None = None
+        rt: str | None = None
+        rt_entry: Entry | None = None
+        threshold: float | None = None
+        token_position = 0
+        allow_trace = False
+        trace_entry: Entry | None = None
+        for p in item.value.entries.values():
+            k = p.key.lower()
+            v = p.node
+            if k in ("stream", "service"):
+                if kind is not None and kind != k:
+                    raise self.fail(p, f"Detected {k} {_go_quote(str(v.value))} but already saw "
+                                       f"a {kind}")
+                if k == "stream" and rt_entry is not None:
+                    raise self.fail(rt_entry, "Detected response directive on non-service")
+                if k == "stream" and trace_entry is not None:
+                    raise self.fail(trace_entry, "Detected allow_trace directive on non-service")
+                if v.kind != "string":
+                    raise self.fail(p, f"Expected {k} name to be string, got {_go_type(v)}")
+                kind, subject = k, v.value
+            elif k in ("response", "response_type"):
+                if rt is not None:
+                    raise self.fail(p, "Duplicate response type definition")
+                if v.kind != "string":
+                    raise self.fail(p, f"Expected response type to be string, got {_go_type(v)}")
+                rt = {"single": "Singleton", "singleton": "Singleton", "stream": "Stream",
+                      "chunk": "Chunked", "chunked": "Chunked"}.get(v.value.lower())
+                if rt is None:
+                    raise self.fail(p, f"Unknown response type: {_go_quote(v.value)}")
+                rt_entry = p
+                if kind == "stream":
+                    raise self.fail(p, "Detected response directive on non-service")
+            elif k in ("threshold", "response_threshold", "response_max_time", "response_time"):
+                if threshold is not None:
+                    raise self.fail(p, "Duplicate response threshold detected")
+                if v.kind != "string":
+                    raise self.fail(p, "Expected response threshold to be a parseable time "
+                                       f"duration, got {_go_type(v)}")
+                try:
+                    threshold = parse_duration(v.value)
+                except ValueError:
+                    raise self.fail(p, "Expected response threshold to be a parseable time "
+                                       f"duration, got {_go_quote(v.value)}") from None
+                rt_entry = rt_entry or p
+                if kind == "stream":
+                    raise self.fail(p, "Detected response directive on non-service")
+            elif k == "accounts":
+                if v.kind != "array" or any(a.kind != "string" for a in v.value):
+                    raise self.fail(p, "accounts: expected an array of account names")
+                accounts = tuple(a.value for a in v.value)
+            elif k == "account_token_position":
+                token_position = self.int_(p)
+            elif k == "allow_trace":
+                allow_trace = self.bool_(p)
+                trace_entry = p
+                if kind == "stream":
+                    raise self.fail(p, "Detected allow_trace directive on non-service")
+            elif k == "latency":
+                raise self.fail(p, f'field "{p.key}" in exports is a nats-server setting that '
+                                   "minijs does not support")
+            elif not p.used:
+                raise self.fail(p, f'unknown field "{p.key}"')
+        if kind is None:
+            # nats-server silently ignores an entry with neither; so does minijs.
+            return Export(account, "", False)
+        if kind == "stream":
+            return Export(account, subject or "", False, accounts, token_position=token_position)
+        extra: dict[str, Any] = {"token_position": token_position, "allow_trace": allow_trace}
+        if rt is not None:
+            extra["response_type"] = rt
+        if threshold is not None:
+            extra["response_threshold"] = threshold
+        return Export(account, subject or "", True, accounts, **extra)
+
+    def account_imports(self, e: Entry, account: str) -> None:
+        n = e.node
+        if n.kind != "array":
+            raise self.fail(e, f"Imports should be an array, got {_go_type(n)}")
+        imports = list(self.changes.get("imports", ()))
+        services: dict[str, list[Import]] = {}
+        for item in n.value:
+            imp = self.import_item(item, account)
+            if imp is None:
+                continue
+            if imp.service:
+                for dup in services.get(imp.to, ()):
+                    if dup.source == imp.source:
+                        raise self.fail(item, f"Duplicate service import subject "
+                                              f"{_go_quote(imp.to)}, previously used in import "
+                                              f"for account {_go_quote(dup.source)}, subject "
+                                              f"{_go_quote(dup.subject)}")
+                services.setdefault(imp.to, []).append(imp)
+            imports.append(imp)
+        self.changes["imports"] = tuple(imports)
+
+    def import_item(self, item: Node, account: str) -> Import | None:
+        """``parseImportStreamOrService``: ``{stream|service: {account, subject}, prefix|to}``."""
+        if item.kind != "map":
+            raise self.fail(item, "Import Items should be a map with type entry, got "
+                                  f"{_go_type(item)}")
+        kind = source = subject = None
+        prefix = to = ""
+        share = allow_trace = False
+        trace_entry: Entry | None = None
+        for p in item.value.entries.values():
+            k = p.key.lower()
+            v = p.node
+            if k in ("stream", "service"):
+                if kind is not None and kind != k:
+                    raise self.fail(p, f"Detected {k} but already saw a {kind}")
+                if v.kind != "map":
+                    raise self.fail(p, f"{k.capitalize()} entry should be an account map, got "
+                                       f"{_go_type(v)}")
+                source = subject = ""
+                for a in v.value.entries.values():
+                    ak = a.key.lower()
+                    if ak == "account":
+                        source = self.name_(a)
+                    elif ak == "subject":
+                        subject = self.name_(a)
+                    elif not a.used:
+                        raise self.fail(a, f'unknown field "{a.key}"')
+                if not source or not subject:
+                    raise self.fail(p, "Expect an account name and a subject")
+                if k == "service" and trace_entry is not None:
+                    raise self.fail(trace_entry, "Detected allow_trace directive on a non-stream")
+                kind = k
+            elif k == "prefix":
+                prefix = self.name_(p)
+            elif k == "to":
+                to = self.name_(p)
+            elif k == "share":
+                share = self.bool_(p)
+            elif k == "allow_trace":
+                if kind == "service":
+                    raise self.fail(p, "Detected allow_trace directive on a non-stream")
+                allow_trace = self.bool_(p)
+                trace_entry = p
+            elif not p.used:
+                raise self.fail(p, f'unknown field "{p.key}"')
+        if kind is None:
+            return None  # neither stream nor service: nats-server ignores the entry
+        if kind == "stream":
+            if prefix and to:
+                raise self.fail(item, "Stream import can not have a 'prefix' and a 'to' property")
+            return Import(account, False, source or "", subject or "", to, prefix,
+                          allow_trace=allow_trace)
+        return Import(account, True, source or "", subject or "", to or subject or "",
+                      share=share)
+
+    def account_mappings(self, e: Entry, account: str) -> None:
+        """``parseAccountMappings``: ``{src: dest}``, ``{src: {destination, weight}}`` or
+        ``{src: [{destination, weight}, ...]}``, checked as ``AddWeightedMappings`` does."""
+        mappings = [m for m in self.changes.get("mappings", ()) if m.account != account]
+        for p in self.map_(e).entries.values():
+            if p.used:
+                continue
+            src = p.key
+            if not _valid_subject(src):
+                raise self.fail(e, f"Subject {_go_quote(src)} is not a valid subject")
+            v = p.node
+            if v.kind == "string":
+                dests = [(v.value, 100, "")]
+            elif v.kind in ("map", "array"):
+                dests = [self.map_dest(d) for d in (v.value if v.kind == "array" else [v])]
+            else:
+                raise self.fail(p, f"Unknown type {_go_type(v)} for mapping destination")
+            err = _check_mapping(src, dests)
+            if err:
+                if v.kind == "string":
+                    raise self.fail(p, f"Error adding mapping for {_go_quote(src)} to "
+                                       f"{_go_quote(v.value)} : {err}")
+                raise self.fail(p, f"Error adding mapping for {_go_quote(src)} : {err}")
+            mappings.append(Mapping(account, src, tuple((d, w) for d, w, c in dests if not c)))
+        self.changes["mappings"] = tuple(mappings)
+
+    def map_dest(self, n: Node) -> tuple[str, int, str]:
+        if n.kind != "map":
+            raise self.fail(n, "Expected an entry for the mapping destination")
+        subject, weight, cluster = "", None, ""
+        for p in n.value.entries.values():
+            k = p.key.lower()
+            v = p.node
+            if k in ("dest", "destination"):
+                subject = self.name_(p)
+            elif k == "weight":
+                if v.kind == "string":
+                    text = v.value[:-1] if v.value.endswith("%") else v.value
+                    if not re.fullmatch(r"[+-]?[0-9]+", text):
+                        raise self.fail(p, f"Invalid weight {_go_quote(text)} for mapping "
+                                           "destination")
+                    weight = int(text)
+                elif v.kind == "int":
+                    weight = v.value
+                else:
+                    raise self.fail(p, f"Unknown entry type for weight of {v.value}\n")
+                if weight > 100 or weight < 0:
+                    raise self.fail(p, f"Invalid weight {weight} for mapping destination")
+            elif k == "cluster":
+                cluster = self.name_(p)
+            else:
+                raise self.fail(p, f"Unknown field {_go_quote(p.key)} for mapping destination")
+        if weight is None:
+            raise self.fail(n, f"Missing weight for mapping destination {_go_quote(subject)}")
+        return subject, weight, cluster
+
+    def check_imports(self) -> None:
+        """What nats-server checks once every account is read: export and import accounts
+        exist, imports are authorized by an export, service imports form no cycle."""
+        exports = self.changes.get("exports", ())
+        imports = self.changes.get("imports", ())
+        if not exports and not imports:
+            return
+        e = self.accounts_entry
+        line, col = (e.line, e.col if e.line > 1 else 0) if e is not None else (1, 0)
+        err = check_imports(self.changes.get("accounts", ()), exports, imports)
+        if err:
+            raise ConfigError(err, self.path, line, col)
 
     def account_msg_trace(self, e: Entry, account: str) -> None:
         """nats-server's ``parseAccountMsgTrace``: a destination, or ``{dest, sampling}``
@@ -870,10 +1175,13 @@ class _Mapper:
         system = c.get("system_account")
         if system and system != "$SYS" and system not in accounts:
             raise self.fail(self.system_entry, "system account not a valid account")
-        for e in self.account_js_entries:
-            raise self.fail(e, f'field "{e.key}" in an account is a nats-server setting that '
-                               "minijs does not support: JetStream per account is not "
-                               "implemented (JetStream runs in the global account only)")
+        enabled = []
+        for account, e in self.account_js_entries:
+            limits = self.account_jetstream(e)
+            if limits is not None:
+                enabled.append((account, limits))
+        if self.account_js_entries:
+            c["account_jetstream"] = tuple(enabled)
 
     def jetstream(self, e: Entry) -> None:
         c = self.changes
@@ -1128,7 +1436,7 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
         "reconnect_error_reports", "server_tags", "default_js_domain", "logfile_size_limit",
         "log_size_limit", "logfile_max_num", "log_max_files", "max_closed_clients", "ocsp",
-        "ocsp_cache", "allow_non_tls", "max_subscription_tokens", "mappings",
+        "ocsp_cache", "allow_non_tls", "max_subscription_tokens",
         "subject_mappings", "no_header_support", "disable_short_first_ping", "proxies",
         "write_timeout", "nkeys", "users", "tls_timeout", "jetstream_max_memory",
         "jetstream_max_storage", "max_outstanding_catchup", "system_account_name",
@@ -1149,6 +1457,7 @@ def parse_config(text: str, base: ServerConfig | None = None, *, path: str | Non
     mapper = _Mapper(path)
     mapper.top(parse_text(text, path))
     mapper.check_auth()
+    mapper.check_imports()
     return base.with_overrides(**mapper.changes)
 
 

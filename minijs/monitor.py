@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
+from minijs.core.imports import account_report
 from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
@@ -277,29 +278,46 @@ class Monitor:
         if consumer and not stream:
             return problem(400, "BAD_REQUEST",
                            '"stream" must not be empty when checking consumer health', "error")
-        engine = getattr(self.server, "jetstream", None)
-        if js_server_only or engine is None or js_enabled_only:
+        group = getattr(self.server, "jetstream_group", None)
+        if js_server_only or group is None or js_enabled_only:
             return 200, {"status": "ok"}
-        if account and account != "$G":
-            return problem(404, "ACCOUNT", f"JetStream account {go_quote(account)} not found",
-                           account=account)
         errors: list[dict[str, Any]] = []
         found = None
-        for name in engine.stream_dirs():
-            if stream and name != stream:
-                continue
-            found = engine.streams.get(name)
-            if found is None:
-                text = f"JetStream stream '$G > {name}' could not be recovered"
+        acc_found = stream_found = False
+        # nats-server walks its store: each account's directory, then its stream directories.
+        for acc in group.account_dirs():
+            if account:
+                if acc != account:
+                    continue
+                acc_found = True
+            engine = group.engines.get(acc)
+            if engine is None and not self._known_account(acc):
+                text = f"JetStream account '{acc}' could not be resolved"
                 if not details:
                     return 503, {"status": "unavailable", "error": text}
-                errors.append({"type": "STREAM", "account": "$G", "stream": name,
-                               "error": text})
-                if stream:
-                    break
+                errors.append({"type": "ACCOUNT", "account": acc, "error": text})
                 continue
-            if stream:
+            dirs = engine.stream_dirs() if engine is not None else group.stream_dirs(acc)
+            for name in dirs:
+                if stream:
+                    if name != stream:
+                        continue
+                    stream_found = True
+                found = engine.streams.get(name) if engine is not None else None
+                if found is None:
+                    text = f"JetStream stream '{acc} > {name}' could not be recovered"
+                    if not details:
+                        return 503, {"status": "unavailable", "error": text}
+                    errors.append({"type": "STREAM", "account": acc, "stream": name,
+                                   "error": text})
+                    continue
+                if stream_found:
+                    break
+            if acc_found:
                 break
+        if account and not acc_found:
+            return problem(404, "ACCOUNT", f"JetStream account {go_quote(account)} not found",
+                           account=account)
         if errors:
             return 503, {"status": "error", "errors": errors}
         if stream and found is None:
@@ -311,6 +329,9 @@ class Monitor:
                            f"{go_quote(account)}", account=account, stream=stream,
                            consumer=consumer)
         return 200, {"status": "ok"}
+
+    def _known_account(self, name: str) -> bool:
+        return name in (GLOBAL_ACCOUNT, SYSTEM_ACCOUNT) or name in self.server.config.accounts
 
     def _varz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return 200, _json(self.varz()), _JSON_HEADERS
@@ -597,8 +618,9 @@ class Monitor:
             report["subscriptions_list"] = page
         return report
 
-    def _sublist_stats(self) -> dict[str, Any]:
-        sublist = self.server.sublist
+    def _sublist_stats(self, account: str = "$G") -> dict[str, Any]:
+        sublists = getattr(self.server, "account_sublists", {})
+        sublist = sublists.get(account, self.server.sublist)
         stats = getattr(sublist, "stats", None)
         if callable(stats):
             values = stats()
@@ -626,10 +648,13 @@ class Monitor:
             "system_account": SYSTEM_ACCOUNT,
         }
         acc = query.get("acc", "")
+        # nats-server lists the accounts in map order; minijs in config order.
+        names = [SYSTEM_ACCOUNT, GLOBAL_ACCOUNT,
+                 *(a for a in self.server.config.accounts if a != SYSTEM_ACCOUNT)]
         if not acc:
-            report["accounts"] = [SYSTEM_ACCOUNT, GLOBAL_ACCOUNT]
+            report["accounts"] = names
             return report
-        if acc not in (SYSTEM_ACCOUNT, GLOBAL_ACCOUNT):
+        if acc not in names:
             raise ValueError(f"Account {acc} does not exist")
         report["account_detail"] = self._account_detail(acc)
         return report
@@ -638,17 +663,20 @@ class Monitor:
         server = self.server
         start = server.start_time or self._now()[0]
         system = acc == SYSTEM_ACCOUNT
-        jetstream = getattr(server, "jetstream", None) is not None
+        group = getattr(server, "jetstream_group", None)
+        jetstream = group is not None
         detail: dict[str, Any] = {"account_name": acc, "update_time": rfc3339(start)}
         if system:
             detail["is_system"] = True
         detail.update({
             "expired": False,
             "complete": True,
-            "jetstream_enabled": jetstream and not system,
+            "jetstream_enabled": jetstream and acc in group.engines,
             "leafnode_connections": 0,
             "client_connections": 0 if system else sum(
-                1 for c in server.connections.values() if not getattr(c, "closed", False)),
+                1 for c in server.connections.values()
+                if not getattr(c, "closed", False)
+                and getattr(c, "account", GLOBAL_ACCOUNT) == acc),
         })
         if system:
             zero = {"num_subscriptions": 0, "num_cache": 0, "num_inserts": 0, "num_removes": 0,
@@ -657,16 +685,21 @@ class Monitor:
             detail["name_tag"] = acc
             detail["sublist_stats"] = zero
             return detail
-        stats = self._sublist_stats()
+        stats = self._sublist_stats(acc)
         detail["subscriptions"] = stats["num_subscriptions"]
+        # mappings, exports, imports (account_report), then responses after sublist_stats
+        before, after = account_report(server.config, acc,
+                                       getattr(server, "account_links", {}).get(acc))
+        detail.update(before)
         if jetstream:
-            detail["imports"] = [{
+            detail["imports"] = [*detail.get("imports", ()), {
                 "subject": "$JS.API.>", "account": SYSTEM_ACCOUNT, "to": "$JS.API.>",
                 "local_subject": "$JS.API.>", "type": "service", "invalid": False,
                 "share": True, "tracking": False,
             }]
         detail["name_tag"] = acc
         detail["sublist_stats"] = stats
+        detail.update(after)
         return detail
 
     # ----------------------------------------------------------------- /jsz
@@ -678,7 +711,7 @@ class Monitor:
         query = query or {}
         now, _ = self._now()
         server = self.server
-        engine = getattr(server, "jetstream", None)
+        group = getattr(server, "jetstream_group", None)
         consumers = _bool_param(query, "consumers")
         streams = _bool_param(query, "streams") or consumers
         accounts = _bool_param(query, "accounts") or streams
@@ -688,7 +721,7 @@ class Monitor:
         limit = _int_param(query, "limit", 0)
         if limit <= 0:
             limit = 1024
-        if engine is None:
+        if group is None:
             return {
                 "memory": 0, "storage": 0, "reserved_memory": 0, "reserved_storage": 0,
                 "accounts": 0, "ha_assets": 0, "api": {"level": 0, "total": 0, "errors": 0},
@@ -696,44 +729,53 @@ class Monitor:
                 "config": {"max_memory": 0, "max_storage": 0},
                 "streams": 0, "consumers": 0, "messages": 0, "bytes": 0, "total": 0,
             }
-        mem, sto = engine.usage()
-        api = {"level": 5, "total": engine.api_total, "errors": engine.api_errors}
-        all_streams = sorted(engine.streams.values(), key=lambda st: st.name)
-        messages = total_bytes = 0
-        for stream in all_streams:
-            st = stream.store.state()
-            messages += st.msgs
-            total_bytes += st.bytes
-        section = dict(self._jetstream() or {})
+        engines = sorted(group.engines.items())
+        mem, sto = group.usage()
+        total, errors = group.api_counts()
+        api = {"level": 5, "total": total, "errors": errors}
+        messages = total_bytes = num_streams = num_consumers = 0
+        for _, engine in engines:
+            num_streams += len(engine.streams)
+            num_consumers += engine.num_consumers()
+            for stream in engine.streams.values():
+                st = stream.store.state()
+                messages += st.msgs
+                total_bytes += st.bytes
+        section = group.varz()
         js_config = dict(section.get("config", {}))
         js_config.setdefault("sync_interval", _ns(SYNC_INTERVAL))
-        res_mem, res_sto = engine.reserved() if hasattr(engine, "reserved") else (0, 0)
+        res_mem, res_sto = group.reserved()
         report: dict[str, Any] = {
             "memory": mem, "storage": sto, "reserved_memory": res_mem, "reserved_storage": res_sto,
-            "accounts": 1, "ha_assets": 0, "api": api,
+            "accounts": len(engines), "ha_assets": 0, "api": api,
             "server_id": server.server_id, "now": rfc3339(now),
             "config": js_config,
             "limits": section.get("limits", {"default_max_consumers": 1000}),
-            "streams": len(all_streams), "consumers": engine.num_consumers(),
+            "streams": num_streams, "consumers": num_consumers,
             "messages": messages, "bytes": total_bytes,
         }
-        if (accounts or acc) and acc in ("", GLOBAL_ACCOUNT):
-            names = [GLOBAL_ACCOUNT][offset:offset + limit]
+        if accounts or acc:
+            # nats-server lists the accounts in map order; minijs sorts them by name.
+            chosen = [(name, e) for name, e in engines if not acc or name == acc]
             details = []
-            for name in names:
+            for name, engine in chosen[offset:offset + limit]:
+                a_mem, a_sto = engine.usage()
+                lim = engine.account_limits
                 detail: dict[str, Any] = {
-                    "name": name, "id": name, "memory": mem, "storage": sto,
-                    "reserved_memory": _U64_MAX, "reserved_storage": _U64_MAX,
+                    "name": name, "id": name, "memory": a_mem, "storage": a_sto,
+                    "reserved_memory": lim.max_memory if lim.max_memory >= 0 else _U64_MAX,
+                    "reserved_storage": lim.max_storage if lim.max_storage >= 0 else _U64_MAX,
                     "accounts": 0, "ha_assets": 0,
                     "api": {"level": 0, "total": engine.api_total, "errors": engine.api_errors},
                 }
+                all_streams = sorted(engine.streams.values(), key=lambda st: st.name)
                 if streams and all_streams:
                     detail["stream_detail"] = [self._stream_detail(st, consumers, config)
                                                for st in all_streams]
                 details.append(detail)
             if details:
                 report["account_details"] = details
-        report["total"] = 1
+        report["total"] = len(engines)
         return report
 
     def _stream_detail(self, stream: Any, consumers: bool, config: bool) -> dict[str, Any]:
@@ -754,26 +796,10 @@ class Monitor:
         return out
 
     def _jetstream(self) -> dict[str, Any] | None:
-        """The ``jetstream`` section, only when an engine is attached (as INFO advertises it).
-
-        An engine may supply the whole section through a ``varz()`` method; otherwise the
-        configured limits are reported.
-        """
-        engine = getattr(self.server, "jetstream", None)
-        if engine is None:
-            return None
-        report = getattr(engine, "varz", None)
-        if callable(report):
-            return report()
-        config = self.server.config
-        js_config: dict[str, Any] = {
-            "max_memory": getattr(engine, "max_memory", config.max_memory_store),
-            "max_storage": getattr(engine, "max_storage", config.max_file_store),
-        }
-        store_dir = getattr(engine, "store_dir", None) or config.store_dir
-        if store_dir:
-            js_config["store_dir"] = str(store_dir)
-        return {"config": js_config}
+        """The ``jetstream`` section, only when JetStream is attached (as INFO advertises
+        it): configuration, limits and every account's usage summed."""
+        group = getattr(self.server, "jetstream_group", None)
+        return group.varz() if group is not None else None
 
     def _cpu_percent(self) -> float:
         """Process CPU use in percent of one core, averaged over the process's life like

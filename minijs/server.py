@@ -24,7 +24,7 @@ from typing import Any, Callable, TypeVar
 from typing import TYPE_CHECKING
 
 from minijs.clock import Clock, make_clock
-from minijs.config import GIT_COMMIT, NATS_SERVER_VERSION, ServerConfig
+from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
 from minijs.core.router import Router
 from minijs.log import Logger
 
@@ -36,12 +36,6 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.monitor import Monitor
 
 T = TypeVar("T")
-
-
-#: minijs runs JetStream in the global account only; accounts with JetStream are refused.
-JETSTREAM_ACCOUNTS_UNSUPPORTED = (
-    "JetStream with accounts is not supported by minijs: JetStream runs in the global account "
-    "only (remove the accounts block or JetStream)")
 
 
 def _plaintext_passwords(config: ServerConfig) -> bool:
@@ -67,11 +61,15 @@ class Server(Router):
         super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
+        #: With an ``accounts`` block: each account's API (accounts without JetStream get
+        #: one that answers 503/10039 "JetStream not enabled for account").
+        self.account_apis: dict[str, JetStreamApi] = {}
         #: The ``$JS.API.>`` subscription that makes the API on its first request.
         self._api_door: Any = None
         self.control_plane: ControlPlane | None = None
         self._faults: FaultInjector | None = None
         self._ports_file: str | None = None
+        self._shared_temp_dir: str | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -103,8 +101,6 @@ class Server(Router):
         log.info(f"  ID:       {self.server_id}")
         if _plaintext_passwords(config):
             log.warn("Plaintext passwords detected, use nkeys or bcrypt")
-        if config.jetstream and config.accounts:
-            raise ValueError(JETSTREAM_ACCOUNTS_UNSUPPORTED)
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.storedir import check_store_dir
 
@@ -174,17 +170,60 @@ class Server(Router):
 
         ``$JS.API.>`` is subscribed at once, but the API's modules (configs, errors, the
         consumer endpoints) are imported at its first request, so a server that was only
-        started is ready sooner. With a domain the API maps its subjects itself: made now."""
+        started is ready sooner. With a domain the API maps its subjects itself: made now.
+        With an ``accounts`` block, each account with ``jetstream`` enabled gets its own
+        engine (:meth:`_start_account_jetstream`)."""
         from minijs.jetstream.engine import JetStream
 
+        if self.config.accounts:
+            self._start_account_jetstream(temp_dir)
+            return
         engine = JetStream(self, temp_dir=temp_dir)
         engine.start()
         self.jetstream = engine
+        self.jetstream_group = engine.group
         if engine.domain:
             self._jetstream_api_for(engine).start()
         else:
             self._api_door = self.subscribe_internal(b"$JS.API.>", self._on_api_request,
                                                      on_traced=self._on_traced_api_request)
+
+    def _start_account_jetstream(self, temp_dir: str | None) -> None:
+        """One engine per account whose ``jetstream`` is enabled, on that account's view of
+        the bus, its file streams under ``<store_dir>/jetstream/<account>/streams``; every
+        other account (the global one too) answers its API requests 503/10039, as
+        nats-server does. Without a store directory the engines share one private
+        temporary directory, removed at shutdown."""
+        import tempfile
+
+        from minijs.core.accountbus import AccountBus
+        from minijs.jetstream.api import JetStreamApi
+        from minijs.jetstream.engine import JetStream, JetStreamGroup
+
+        config = self.config
+        group = JetStreamGroup(config)
+        enabled = dict(config.account_jetstream)
+        if not config.store_dir and temp_dir is None and enabled:
+            temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
+        self._shared_temp_dir = temp_dir
+        for account in (GLOBAL_ACCOUNT, *config.accounts):
+            bus = AccountBus(self, account)
+            limits = enabled.get(account)
+            if limits is None:
+                api = JetStreamApi(None, bus=bus)
+            else:
+                engine = JetStream(bus, temp_dir=temp_dir, account=account, group=group,
+                                   limits=limits, owns_temp_dir=False)
+                engine.start()
+                api = JetStreamApi(engine)
+            api.start()
+            self.account_apis[account] = api
+        self.jetstream_group = group
+
+    def engines(self) -> dict[str, Any]:
+        """Each account's JetStream engine (``{"$G": engine}`` without an accounts block)."""
+        group = self.jetstream_group
+        return dict(group.engines) if group is not None else {}
 
     def _jetstream_api_for(self, engine: Any) -> "JetStreamApi":
         from minijs.jetstream.api import JetStreamApi
@@ -215,6 +254,8 @@ class Server(Router):
     def _stop_jetstream(self, *, keep_files: bool = False, crash: bool = False) -> str | None:
         """Waiting pulls hear of the shutdown, the API stops answering, then the engine closes
         its streams and consumers (a crash skips the goodbyes and the final commit)."""
+        if self.account_apis:
+            return self._stop_account_jetstream(keep_files=keep_files, crash=crash)
         engine = self.jetstream
         if engine is None:
             return None
@@ -232,7 +273,30 @@ class Server(Router):
         else:
             engine.stop(keep_files=keep_files)
         self.jetstream = None
+        self.jetstream_group = None
         return temp_dir if keep_files or crash else None
+
+    def _stop_account_jetstream(self, *, keep_files: bool, crash: bool) -> str | None:
+        engines = list(self.jetstream_group.engines.values())
+        if not crash:
+            for engine in engines:
+                engine.signal_shutdown()
+        for api in self.account_apis.values():
+            api.stop()
+        self.account_apis = {}
+        for engine in engines:
+            if crash:
+                engine.abandon()
+            else:
+                engine.stop(keep_files=keep_files)
+        self.jetstream_group = None
+        temp_dir, self._shared_temp_dir = self._shared_temp_dir, None
+        if temp_dir is not None and not (keep_files or crash):
+            import shutil
+
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            return None
+        return temp_dir
 
     async def serve_forever(self) -> None:
         """Wait until :meth:`stop` is called."""
@@ -298,8 +362,8 @@ class Server(Router):
         clock_reset = getattr(self.clock, "reset", None)
         if clock_reset is not None:
             clock_reset()  # drops every timer: all of them belong to what is reset below
-        if self.jetstream is not None:
-            self.jetstream.reset()
+        for engine in self.engines().values():
+            engine.reset()
         if disconnect:
             for conn in list(self.connections.values()):
                 conn.flush()
@@ -309,25 +373,32 @@ class Server(Router):
     # ----------------------------------------------------------------- inspection
 
     def streams(self) -> list[snapshots.StreamSnapshot]:
-        """Snapshots of every stream (config, counts, sequences, consumers, subjects)."""
+        """Snapshots of every stream of every account (config, counts, sequences, consumers,
+        subjects), by account and name."""
         return _snapshots().streams(self)
 
-    def stream(self, name: str) -> snapshots.StreamSnapshot:
-        return _snapshots().stream(self, name)
+    # With an accounts block, ``account=`` names the stream's account; without it, the one
+    # stream of that name in any account is meant (an error when several accounts have one).
+
+    def stream(self, name: str, *, account: str | None = None) -> snapshots.StreamSnapshot:
+        return _snapshots().stream(self, name, account)
 
     def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
-                 limit: int = 1000) -> list[snapshots.MessageSnapshot]:
+                 limit: int = 1000, account: str | None = None
+                 ) -> list[snapshots.MessageSnapshot]:
         """Stored messages of ``stream`` (optionally matching ``subject``), in sequence order."""
         return _snapshots().messages(self, stream, subject=subject, start_seq=start_seq,
-                                  limit=limit)
+                                     limit=limit, account=account)
 
-    def message(self, stream: str, seq: int) -> snapshots.MessageSnapshot | None:
-        return _snapshots().message(self, stream, seq)
+    def message(self, stream: str, seq: int, *, account: str | None = None
+                ) -> snapshots.MessageSnapshot | None:
+        return _snapshots().message(self, stream, seq, account)
 
-    def consumer(self, stream: str, name: str) -> snapshots.ConsumerSnapshot:
+    def consumer(self, stream: str, name: str, *, account: str | None = None
+                 ) -> snapshots.ConsumerSnapshot:
         """A consumer's delivered and ack-floor positions, pending acks (with delivery counts
         and due times) and waiting pull requests."""
-        return _snapshots().consumer(self, stream, name)
+        return _snapshots().consumer(self, stream, name, account)
 
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
         """Open client connections: name, subscriptions, pending bytes."""
@@ -421,7 +492,14 @@ class ServerThread:
         return self
 
     def _run(self) -> None:
-        loop = asyncio.new_event_loop()
+        from minijs.eventloop import loop_choice, loop_factory
+
+        try:  # asyncio, or uvloop with MINIJS_LOOP=uvloop|auto (minijs/eventloop.py)
+            loop = loop_factory(loop_choice())()
+        except BaseException as exc:  # reported to the starting thread
+            self._error = exc
+            self._ready.set()
+            return
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
@@ -489,17 +567,17 @@ class ServerThread:
     def streams(self) -> list[snapshots.StreamSnapshot]:
         return self.call(self._server().streams)
 
-    def stream(self, name: str) -> snapshots.StreamSnapshot:
-        return self.call(self._server().stream, name)
+    def stream(self, name: str, **kw: Any) -> snapshots.StreamSnapshot:
+        return self.call(self._server().stream, name, **kw)
 
     def messages(self, stream: str, **kw: Any) -> list[snapshots.MessageSnapshot]:
         return self.call(self._server().messages, stream, **kw)
 
-    def message(self, stream: str, seq: int) -> snapshots.MessageSnapshot | None:
-        return self.call(self._server().message, stream, seq)
+    def message(self, stream: str, seq: int, **kw: Any) -> snapshots.MessageSnapshot | None:
+        return self.call(self._server().message, stream, seq, **kw)
 
-    def consumer(self, stream: str, name: str) -> snapshots.ConsumerSnapshot:
-        return self.call(self._server().consumer, stream, name)
+    def consumer(self, stream: str, name: str, **kw: Any) -> snapshots.ConsumerSnapshot:
+        return self.call(self._server().consumer, stream, name, **kw)
 
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
         return self.call(self._server().connections_info)

@@ -22,7 +22,11 @@ read before and after the measured section); the goal for minijs is < 50 us per 
 
     python scripts/bench.py [--count 30000] [--payload 128] [--rounds 3] [--quick]
                             [--targets minijs,nats-server] [--figures consume,...]
-                            [--json out.json] [-v]
+                            [--loop asyncio,uvloop] [--json out.json] [-v]
+
+``--loop`` runs minijs with ``minijs --loop NAME``; with two names (``asyncio,uvloop``) the
+second runs as one more target, ``minijs/uvloop``, beside the others in the same run, and a
+second table compares the loops with each other and with nats-server.
 
 Figures are listed in ``build_figures``; a new one (e.g. pull consume throughput) is a
 ``Figure`` whose function gets a ``FigureContext`` and measures with ``ctx.meter.measure``.
@@ -54,6 +58,8 @@ from nats.js.api import StorageType
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("minijs", "nats-server")
+#: Event loops ``minijs --loop`` takes (``--loop`` of the bench scripts).
+LOOPS = ("asyncio", "uvloop")
 GOAL_CPU_US = 50.0
 #: Issue 4: pull consume throughput of at least this fraction of nats-server's.
 GOAL_CONSUME_RATIO = 0.8
@@ -116,7 +122,7 @@ def spawn(name: str, cmd: list[str], *, config_text: str | None = None,
     """Start ``cmd`` on a random loopback port (with ``-c`` and a config file written from
     ``config_text`` when given, with JetStream on a private store unless ``jetstream`` is
     False); wait for ``Server is ready``."""
-    store = tempfile.TemporaryDirectory(prefix=f"bench-js-{name}-")
+    store = tempfile.TemporaryDirectory(prefix=f"bench-js-{name.replace('/', '-')}-")
     argv = list(cmd)
     if config_text is not None:
         conf = Path(store.name) / "server.conf"
@@ -505,8 +511,10 @@ def run_all(commands: dict[str, list[str] | None], figures: list[Figure],
             for f in figures:
                 rounds[name][f.key].append(Result(error=err))
         for index, figure in enumerate(figures):
+            order = list(servers.items())
             for rnd in range(args.rounds):
-                for name, server in servers.items():
+                # Each round starts with the next target, so none always runs first or last.
+                for name, server in order[rnd % len(order):] + order[:rnd % len(order)]:
                     cell = rounds[name][figure.key]
                     if cell and cell[-1].error is not None:
                         continue  # failed once: do not spend more time on it
@@ -538,6 +546,72 @@ def server_version(server: ServerProc) -> str:
         if "Version:" in line:
             return line.split("Version:", 1)[1].strip()
     return "?"
+
+
+# --------------------------------------------------------------------------- event loops
+
+
+def parse_loops(text: str | None) -> list[str]:
+    """``--loop asyncio,uvloop`` as a list (empty: minijs picks its default loop)."""
+    loops = [w.strip() for w in (text or "").split(",") if w.strip()]
+    for loop in loops:
+        if loop not in LOOPS:
+            raise ValueError(f"--loop: {loop!r} is not one of {', '.join(LOOPS)}")
+    if len(set(loops)) != len(loops):
+        raise ValueError("--loop: a loop is named twice")
+    return loops
+
+
+def loop_target(loops: list[str], loop: str) -> str:
+    """The target name minijs on ``loop`` runs as: ``minijs`` for the first, else
+    ``minijs/<loop>``."""
+    return "minijs" if loop == loops[0] else f"minijs/{loop}"
+
+
+def minijs_commands(cmd: list[str], loops: list[str]) -> dict[str, list[str]]:
+    """The minijs targets: ``cmd`` alone without ``--loop``, else one per loop."""
+    if not loops:
+        return {"minijs": cmd}
+    return {loop_target(loops, loop): [*cmd, "--loop", loop] for loop in loops}
+
+
+def loop_table(rows: list[tuple[str, str]], results: dict[str, dict[str, object]],
+               loops: list[str], rate: Callable[[object], float | None],
+               cpu: Callable[[object], float | None]) -> str:
+    """minijs on each loop beside nats-server, per row ``(key, title)``: msg/s and server CPU
+    per message, and ratios (each further loop / the first; each loop / nats-server)."""
+    first = loops[0]
+    header = ["figure"] + [f"{loop} msg/s" for loop in loops] + ["nats msg/s"]
+    header += [f"{loop}/{first}" for loop in loops[1:]] + [f"{loop}/nats" for loop in loops]
+    header += [f"{loop} cpu us" for loop in loops] + ["nats cpu us"]
+    header += [f"cpu {loop}/{first}" for loop in loops[1:]]
+    header += [f"cpu {loop}/nats" for loop in loops]
+
+    def get(target: str, key: str, what: Callable[[object], float | None]) -> float | None:
+        r = results.get(target, {}).get(key)
+        if r is None or getattr(r, "error", None):
+            return None
+        return what(r)
+
+    def num(v: float | None, digits: int) -> str:
+        return "-" if v is None else f"{v:,.{digits}f}"
+
+    def div(a: float | None, b: float | None) -> str:
+        return "-" if a is None or not b else f"{a / b:.2f}"
+
+    out = []
+    for key, title in rows:
+        rates = {loop: get(loop_target(loops, loop), key, rate) for loop in loops}
+        cpus = {loop: get(loop_target(loops, loop), key, cpu) for loop in loops}
+        nats_rate = get("nats-server", key, rate)
+        nats_cpu = get("nats-server", key, cpu)
+        out.append([title] + [num(rates[loop], 0) for loop in loops] + [num(nats_rate, 0)]
+                   + [div(rates[loop], rates[first]) for loop in loops[1:]]
+                   + [div(rates[loop], nats_rate) for loop in loops]
+                   + [num(cpus[loop], 1) for loop in loops] + [num(nats_cpu, 1)]
+                   + [div(cpus[loop], cpus[first]) for loop in loops[1:]]
+                   + [div(cpus[loop], nats_cpu) for loop in loops])
+    return markdown_table(header, out)
 
 
 # --------------------------------------------------------------------------- output
@@ -579,7 +653,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def report(figures: list[Figure], results: dict[str, dict[str, Result]],
            args: argparse.Namespace, meta: dict[str, str]) -> str:
     """The whole printed report: a context line, the table, errors, the CPU goal verdict."""
-    versions = ", ".join(f"{t} {meta[t]}" for t in TARGETS if t in meta)
+    versions = ", ".join(f"{t} {v}" for t, v in meta.items())
     lines = [
         f"python {platform.python_version()}, nats-py {pkg_version('nats-py')}, "
         f"{os.cpu_count()} cpus; {versions or 'no server started'}",
@@ -597,8 +671,14 @@ def report(figures: list[Figure], results: dict[str, dict[str, Result]],
         rows.append([f.title, f"{f.count(args.count):,}", fmt_rate(mine), fmt_rate(real),
                      fmt_ratio(mine, real), fmt_cpu(mine), fmt_cpu(real)])
     lines.append(markdown_table(header, rows))
+    if len(getattr(args, "loops", [])) > 1:
+        lines += ["", f"minijs on each event loop (--loop {','.join(args.loops)}; the table "
+                      f"above is minijs on {args.loops[0]}):", ""]
+        lines.append(loop_table(
+            [(f.key, f.title) for f in figures], results, args.loops,
+            lambda r: r.msgs_per_s, lambda r: r.server_cpu_us_per_msg))  # type: ignore[attr-defined]
     notes: dict[tuple[str, str], list[str]] = {}  # (target, error) -> figure titles
-    for t in TARGETS:
+    for t in results:
         for f in figures:
             err = results.get(t, {}).get(f.key, Result()).error
             if err:
@@ -672,6 +752,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smaller default counts")
     parser.add_argument("--targets", default=",".join(TARGETS),
                         help="comma-separated subset of minijs,nats-server (default both)")
+    parser.add_argument("--loop", metavar="LOOPS", default="",
+                        help="run minijs with --loop NAME (asyncio or uvloop); two names, "
+                        "e.g. asyncio,uvloop, run both beside nats-server and compare them "
+                        "(default: minijs picks its loop)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds to wait for one ack or window of acks (default 10)")
@@ -699,6 +783,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = set(args.targets) - set(TARGETS)
     if unknown or not args.targets:
         parser.error(f"--targets: choose from {', '.join(TARGETS)}")
+    try:
+        args.loops = parse_loops(args.loop)
+    except ValueError as e:
+        parser.error(str(e))
+    if args.loops and "minijs" not in args.targets:
+        parser.error("--loop needs the minijs target")
     if min(args.count, args.window, args.rounds) <= 0 or args.payload < 0 or args.warmup < 0:
         parser.error("--count, --rounds, --window must be positive; --payload, --warmup not "
                      "negative")
@@ -716,15 +806,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--figures {args.figures!r}: no figure key matches", file=sys.stderr)
             return 2
 
-    commands: dict[str, list[str] | None] = {
-        "minijs": shlex.split(args.minijs_cmd) if args.minijs_cmd
-        else [sys.executable, "-m", "minijs"],
-        "nats-server": shlex.split(args.nats_server_cmd) if args.nats_server_cmd
-        else ([exe] if (exe := find_nats_server()) else None),
-    }
+    minijs_cmd = (shlex.split(args.minijs_cmd) if args.minijs_cmd
+                  else [sys.executable, "-m", "minijs"])
+    commands: dict[str, list[str] | None] = {}
+    if "minijs" in args.targets:
+        commands.update(minijs_commands(minijs_cmd, args.loops))
+    if "nats-server" in args.targets:
+        commands["nats-server"] = (shlex.split(args.nats_server_cmd) if args.nats_server_cmd
+                                   else ([exe] if (exe := find_nats_server()) else None))
     meta: dict[str, str] = {}
-    rounds = run_all({t: commands[t] for t in TARGETS if t in args.targets}, figures, args,
-                     meta)
+    rounds = run_all(commands, figures, args, meta)
     results = {t: {k: summarize(rs) for k, rs in per.items()} for t, per in rounds.items()}
 
     print(report(figures, results, args, meta))
@@ -738,6 +829,7 @@ def main(argv: list[str] | None = None) -> int:
             "warmup": args.warmup,
             "window": args.window,
             "rounds": args.rounds,
+            "loops": args.loops,
             "server_versions": meta,
             "goal_server_cpu_us_per_msg": GOAL_CPU_US,
             "figures": [

@@ -30,9 +30,14 @@ with and without headers), each in a fresh server, and the RSS of a minijs holdi
 
     python scripts/bench_native.py [--count 20000] [--rounds 1] [--scenarios pub,js-pull]
                                    [--pubs N] [--subs M]
-                                   [--targets minijs,nats-server] [--memory] [--memory-only]
+                                   [--targets minijs,nats-server] [--loop asyncio,uvloop]
+                                   [--memory] [--memory-only]
                                    [--memory-count 50000] [--million-count 200000]
                                    [--out scripts/output/bench_native] [--no-install]
+
+``--loop NAME`` runs minijs with ``minijs --loop NAME``; ``--loop asyncio,uvloop`` runs minijs
+on both loops (the second as target ``minijs/uvloop``) beside nats-server in the same run and
+adds a table comparing them (the main table and the memory figures are minijs on the first).
 
 Output: a table on stdout; ``native.md`` and ``native.json`` (and ``native.png`` when
 matplotlib is importable) under ``--out`` (gitignored).
@@ -64,7 +69,8 @@ RUN_TIMEOUT = 300.0
 KIB = 1024
 
 sys.path.insert(0, str(HERE))
-from bench import ServerProc, find_nats_server, proc_cpu_seconds, spawn  # noqa: E402
+from bench import (ServerProc, find_nats_server, loop_table, minijs_commands,  # noqa: E402
+                   parse_loops, proc_cpu_seconds, spawn)
 
 
 def server_cpu_seconds(pid: int) -> float:
@@ -326,15 +332,16 @@ def median_result(rounds: list[Result]) -> Result:
 
 
 def server_commands(args: argparse.Namespace) -> dict[str, list[str]]:
-    commands = {
-        "minijs": shlex.split(args.minijs_cmd) if args.minijs_cmd
-        else [sys.executable, "-m", "minijs"],
-    }
+    minijs = (shlex.split(args.minijs_cmd) if args.minijs_cmd
+              else [sys.executable, "-m", "minijs"])
+    commands: dict[str, list[str]] = {}
+    if "minijs" in args.targets:
+        commands.update(minijs_commands(minijs, args.loops))
     exe = shlex.split(args.nats_server_cmd) if args.nats_server_cmd else (
         [p] if (p := find_nats_server()) else None)
-    if exe:
+    if exe and "nats-server" in args.targets:
         commands["nats-server"] = exe
-    return {t: commands[t] for t in args.targets if t in commands}
+    return commands
 
 
 def run_scenarios(exe: Path, scenarios: list[Scenario], args: argparse.Namespace,
@@ -344,8 +351,10 @@ def run_scenarios(exe: Path, scenarios: list[Scenario], args: argparse.Namespace
     try:
         for sc in scenarios:
             rounds: dict[str, list[Result]] = {t: [] for t in servers}
-            for _ in range(args.rounds):
-                for t, server in servers.items():
+            order = list(servers.items())
+            for rnd in range(args.rounds):
+                # Each round starts with the next target, so none always runs first or last.
+                for t, server in order[rnd % len(order):] + order[:rnd % len(order)]:
                     if not server.alive():
                         rounds[t].append(Result(error="server died"))
                         continue
@@ -589,6 +598,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="subscribers / responders / consumers (M) in every scenario that has them")
     p.add_argument("--targets", default="minijs,nats-server",
                    type=lambda s: [t.strip() for t in s.split(",") if t.strip()])
+    p.add_argument("--loop", default="",
+                   help="run minijs with --loop NAME (asyncio or uvloop); asyncio,uvloop runs "
+                   "both beside nats-server and compares them (default: minijs picks)")
     p.add_argument("--memory", action="store_true", help="also measure RSS per stored message")
     p.add_argument("--memory-only", action="store_true", help="only the memory figures")
     p.add_argument("--memory-count", type=int, default=50000,
@@ -605,6 +617,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for t in args.targets:
         if t not in TARGETS:
             p.error(f"unknown target {t!r} (choose from {', '.join(TARGETS)})")
+    try:
+        args.loops = parse_loops(args.loop)
+    except ValueError as e:
+        p.error(str(e))
+    if args.loops and "minijs" not in args.targets:
+        p.error("--loop needs the minijs target")
     fanout = [n for n in (args.pubs, args.subs) if n is not None]
     if min(args.count, args.rounds, args.window, args.memory_count, *fanout) < 1:
         p.error("--count, --rounds, --window, --memory-count, --pubs and --subs must be positive")
@@ -632,18 +650,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"load generator {exe}")
     parts = [f"# Native load generator: minijs vs nats-server\n\n{env_note}\n"]
     doc: dict = {"count": args.count, "rounds": args.rounds, "window": args.window,
+                 "loops": args.loops,
                  "cpus": os.cpu_count(), "loadavg": os.getloadavg()[0]}
     failed = False
     if scenarios:
         results = run_scenarios(exe, scenarios, args, commands)
         table = scenario_table(scenarios, results, args.count)
         parts.append(table)
+        if len(args.loops) > 1:
+            parts.append(f"## minijs on each event loop (--loop {','.join(args.loops)})\n\n"
+                         + loop_table([(sc.key, sc.key) for sc in scenarios], results,
+                                      args.loops, lambda r: r.msgs_per_s,  # type: ignore
+                                      lambda r: r.server_cpu_us))  # type: ignore
         doc["scenarios"] = [{"key": sc.key, **asdict(sc), "messages": sc.count(args.count),
                              "results": {t: asdict(results[t][sc.key]) for t in results}}
                             for sc in scenarios]
         failed = any(r.error for per in results.values() for r in per.values())
     if args.memory:
-        memory = run_memory(exe, args, commands)
+        memory = run_memory(exe, args, {t: c for t, c in commands.items() if t in TARGETS})
         parts.append("## RSS per stored message (memory stream)\n\n" + memory_table(memory))
         doc["memory"] = {"rows": [{"size": r["size"], "headers": r["headers"],
                                    "results": {t: {**asdict(m), "per_message": m.per_message}

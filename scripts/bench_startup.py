@@ -2,6 +2,7 @@
 """How fast a server is ready for a test: minijs in-process, minijs spawned, nats-server spawned.
 
     python scripts/bench_startup.py [--runs 50] [--spawns 10] [--fixtures 50] [--fresh 1000]
+                                    [--loop asyncio,uvloop]
 
 In-process: ``Server(port=0)``, ``await start()``, then a TCP connect that reads the INFO line
 (the moment a client can really talk to it), then ``stop()``. Spawned: from ``Popen`` until the
@@ -11,7 +12,8 @@ connections`` line names the port and a TCP connect there has read the INFO line
 alike. Beside them, the interpreter's own floor (``python -c pass`` and ``python -S -c pass``):
 no Python server can be spawned faster than that. The fixture: an in-process JetStream server,
 a nats-py client, 10 memory streams created, then the client closed and the server stopped.
-Fresh servers: ``--fresh`` times start, connect (read INFO), stop, summed. Prints a plain-text
+Fresh servers: ``--fresh`` times start, connect (read INFO), stop, summed. ``--loop NAME``
+spawns ``minijs --loop NAME``; with two names the second adds rows ``minijs --loop NAME``. Prints a plain-text
 table with medians, p90s, minimums and ratios.
 
 Child interpreters inherit this environment; when ``PYTHONDONTWRITEBYTECODE`` is set they
@@ -234,7 +236,13 @@ def main() -> int:
                         help="10-stream fixtures (default 50)")
     parser.add_argument("--fresh", type=int, default=1000,
                         help="fresh in-process servers (default 1000)")
+    parser.add_argument("--loop", default="",
+                        help="spawn minijs with --loop NAME (asyncio or uvloop); asyncio,uvloop "
+                        "adds rows for the second (default: minijs picks its loop)")
     args = parser.parse_args()
+    loops = [w.strip() for w in args.loop.split(",") if w.strip()]
+    if any(loop not in ("asyncio", "uvloop") for loop in loops) or len(set(loops)) < len(loops):
+        parser.error("--loop: asyncio, uvloop or asyncio,uvloop")
 
     inproc = asyncio.run(in_process(args.runs))
     fixture = asyncio.run(fixture_10_streams(args.fixtures))
@@ -244,10 +252,13 @@ def main() -> int:
     nats_bin = find_nats_server()
     real_streams = nats_server_streams(nats_bin, args.fixtures) if nats_bin else []
     store = tempfile.mkdtemp(prefix="minijs-bench-startup-")
-    commands = {
-        "minijs": minijs_argv(),
-        "minijs -js": minijs_argv() + ["-js", "-sd", os.path.join(store, "m")],
-    }
+    commands: dict[str, list[str]] = {}
+    for i, loop in enumerate(loops or [""]):
+        flag = ["--loop", loop] if loop else []
+        suffix = f" --loop {loop}" if i else ""
+        commands[f"minijs{suffix}"] = minijs_argv() + flag
+        commands[f"minijs -js{suffix}"] = minijs_argv() + flag + [
+            "-js", "-sd", os.path.join(store, f"m{i or ''}")]
     if nats_bin:
         commands["nats-server"] = [nats_bin, "-a", "127.0.0.1", "-p", "-1"]
         commands["nats-server -js"] = [nats_bin, "-a", "127.0.0.1", "-p", "-1", "-js",
@@ -287,7 +298,8 @@ def main() -> int:
     width = max(len(name) for name, _ in rows)
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpus"
           + (f", bytecode cache in {env['PYTHONPYCACHEPREFIX']}"
-             if "PYTHONPYCACHEPREFIX" in env else ""))
+             if "PYTHONPYCACHEPREFIX" in env else "")
+          + (f"; minijs rows without --loop: --loop {loops[0]}" if loops else ""))
     print(f"{'measurement':<{width}}  {'median ms':>10}  {'p90 ms':>8}  {'min ms':>8}")
     print("-" * (width + 32))
     for name, values in rows:

@@ -46,8 +46,19 @@ def test_accounts_no_auth_user_and_system_account():
     assert cfg.no_auth_user == "a" and cfg.system_account == "SYS"
     with pytest.raises(ConfigError, match="Duplicate user"):
         parse_config("accounts { A: { users: [ {user: a} ] }, B: { users: [ {user: a} ] } }")
-    with pytest.raises(ConfigError, match="JetStream per account"):
-        parse_config("accounts { A: { jetstream: enabled } }")
+    cfg = parse_config("accounts { A: { jetstream: enabled }, B: { jetstream: disabled }, "
+                       "C: { jetstream: { max_mem: 1K, max_streams: 2 } }, D: {} }")
+    assert [name for name, _ in cfg.account_jetstream] == ["A", "C"]
+    limits = dict(cfg.account_jetstream)["C"]
+    assert (limits.max_memory, limits.max_streams, limits.max_storage) == (1000, 2, -1)  # 1K is 1000 in nats-server
+    with pytest.raises(ConfigError, match="Expected 'enabled' or 'disabled'"):
+        parse_config("accounts { A: { jetstream: maybe } }")
+    cfg = parse_config("accounts { A: { limits: { max_conn: 2, max_subscriptions: 3 } } }")
+    (name, conn_limits), = cfg.account_limits
+    assert (name, conn_limits.max_connections, conn_limits.max_subscriptions,
+            conn_limits.max_payload) == ("A", 2, 3, -1)
+    with pytest.raises(ConfigError, match='Unknown field "max_x" parsing account limits'):
+        parse_config("accounts { A: { limits: { max_x: 1 } } }")
 
 
 def test_include_is_relative_to_the_including_file(tmp_path):
@@ -85,15 +96,6 @@ def test_client_permissions_checks():
     perms.track_reply(b"_INBOX.1")
     assert perms.can_publish(b"_INBOX.1") and perms.can_publish(b"_INBOX.1")
     assert not perms.can_publish(b"_INBOX.1")
-
-
-def test_jetstream_with_accounts_is_refused_by_name():
-    async def main() -> None:
-        server = Server(port=0, jetstream=True, accounts=("A",),
-                        users=(User("a", "p", account="A"),))
-        with pytest.raises(ValueError, match="JetStream with accounts is not supported"):
-            await server.start()
-    asyncio.run(main())
 
 
 async def test_accounts_in_process():

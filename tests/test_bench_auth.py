@@ -54,7 +54,9 @@ def test_configs_parse():
     assert ba.render_config("plain", 100, False).strip().startswith("#")
     core = ba.render_config("permissions", 100, False)
     js = ba.render_config("permissions", 100, True)
-    assert "accounts {" in core and "accounts" not in js.split("\n", 1)[1]
+    assert "accounts {" in core and "accounts {" in js
+    assert "jetstream" not in core
+    assert [a for a, _ in parse_config(js).account_jetstream] == ["A"]
     for text in (core, js):
         parse_config(text)
     with pytest.raises(ValueError):
@@ -91,7 +93,7 @@ def test_parse_args():
 
 def test_print_config(capsys):
     assert ba.main(["--print-config", "jetstream", "--rules", "10"]) == 0
-    assert "authorization {" in capsys.readouterr().out
+    assert "jetstream: enabled" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("jetstream", [False, True])

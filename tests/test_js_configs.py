@@ -290,8 +290,6 @@ def test_validation_accepts_boundaries():
          "mirrors and sources of another JetStream domain or account (external)"),
         (b'{"name":"O10","sources":[{"name":"O1","external":{"api":"$JS.x.API"}}]}',
          "mirrors and sources of another JetStream domain or account (external)"),
-        (b'{"name":"O11","sources":[{"name":"O1","consumer":{"name":"C","deliver_subject":"d"}}]}',
-         "durable sourcing consumers (consumer)"),
     ],
 )
 def test_unsupported_options_are_rejected(body, feature):
@@ -303,7 +301,7 @@ def test_unsupported_options_unset_are_fine():
     create(b'{"name":"S","mirror":null,"sources":[],"allow_msg_counter":false,"allow_atomic":false,'
            b'"allow_msg_schedules":false,"allow_batched":false}')
     assert set(C.UNSUPPORTED_FIELDS) == set()
-    assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external", "consumer"}
+    assert set(C.UNSUPPORTED_SOURCE_FIELDS) == {"external"}
 
 
 def test_mirrors_and_sources_are_accepted():

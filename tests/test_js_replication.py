@@ -1,5 +1,6 @@
 """Mirrors and sources inside minijs: the retry schedule and stall detection on the virtual
-clock, refused origins, catch-up in chunks, source positions recovered from headers, the
+clock, work-queue and interest origins (flow-control acks on the clock, the durable consumer
+deleted under a link), a followed stream turned interest, catch-up in chunks, source positions recovered from headers, the
 floors (``stream.py`` does not know replication exists) and the cost for streams without
 followers. What clients see is pinned by conformance/test_js_mirror_sources.py on both
 servers."""
@@ -87,27 +88,138 @@ async def test_deleted_origin_noticed_by_health_check(server: Server, nc: Any,
     assert m["active"] >= 10_000_000_000
 
 
-async def test_interest_and_workqueue_origins_refused(server: Server, nc: Any,
-                                                      clock: VirtualClock) -> None:
-    refusal = {"code": 500, "err_code": 10052, "description":
-               "minijs does not support mirrors and sources of interest or work-queue streams "
-               "(retention)"}
-    await create(nc, "I", subjects=["i.>"], retention="interest", storage="memory")
-    out = await api(nc, "STREAM.CREATE.M", {"name": "M", "mirror": {"name": "I"}})
-    assert out["error"] == refusal
-    out = await api(nc, "STREAM.CREATE.S", {"name": "S", "sources": [{"name": "I"}]})
-    assert out["error"] == refusal
-    # an origin appearing later as a work queue: the link reports the refusal and retries
-    await create(nc, "M2", mirror={"name": "W"}, storage="memory")
+async def names(nc: Any, stream: str) -> list[str]:
+    return (await api(nc, f"CONSUMER.NAMES.{stream}"))["consumers"]
+
+
+async def test_workqueue_origin_acks_on_the_heartbeat(server: Server, nc: Any,
+                                                       clock: VirtualClock) -> None:
+    """A mirror of a work queue created before its origin: once the origin appears the link
+    sets up its durable consumer there; what it copies leaves the origin at the next
+    flow-control tick (1 s), not before."""
+    await create(nc, "M", mirror={"name": "W"}, storage="memory")
+    await turns()
     await create(nc, "W", subjects=["w.>"], retention="workqueue", storage="memory")
-    await clock.advance_async(13)
-    assert (await info(nc, "M2"))["mirror"]["error"] == refusal
-    # a followed limits stream may not become an interest stream
+    await clock.advance_async(12.2)
+    await turns()
+    name = "JS_MIRROR_" + R.get_hash("M $G")
+    assert await names(nc, "W") == [name]
+    for i in range(3):
+        await nc.request("w.job", b"%d" % i, timeout=2)
+    await turns()
+    assert (await info(nc, "M"))["state"]["messages"] == 3
+    assert (await info(nc, "W"))["state"]["messages"] == 3
+    c = await api(nc, f"CONSUMER.INFO.W.{name}")
+    assert (c["delivered"]["stream_seq"], c["ack_floor"]["stream_seq"], c["num_ack_pending"]) == (3, 0, 3)
+    await clock.advance_async(1.0)
+    await turns()
+    assert (await info(nc, "W"))["state"]["messages"] == 0
+    c = await api(nc, f"CONSUMER.INFO.W.{name}")
+    assert (c["ack_floor"]["consumer_seq"], c["ack_floor"]["stream_seq"]) == (3, 3)
+    assert (await api(nc, "INFO"))["consumers"] == 1
+
+
+async def test_max_ack_pending_acks_at_once(server: Server, nc: Any, clock: VirtualClock) -> None:
+    """1000 messages awaiting the flow-control ack (the consumer's max_ack_pending) are acked
+    without waiting for the tick."""
+    await create(nc, "W", subjects=["w.>"], retention="workqueue", storage="memory")
+    await create(nc, "S", sources=[{"name": "W"}], storage="memory")
+    await turns()
+    for i in range(1000):
+        await nc.publish("w.job", b"x")
+    await nc.flush()
+    for _ in range(50):
+        await turns()
+        if (await info(nc, "S"))["state"]["messages"] == 1000:
+            break
+    await turns()
+    assert (await info(nc, "W"))["state"]["messages"] == 0
+
+
+async def test_deleted_durable_consumer_is_set_up_again(server: Server, nc: Any,
+                                                        clock: VirtualClock) -> None:
+    """The durable consumer deleted under a mirror: nothing more is copied (the origin keeps
+    it), and the health check sets up a new one that catches up."""
+    await create(nc, "I", subjects=["i.>"], retention="interest", storage="memory")
+    await create(nc, "M", mirror={"name": "I"}, storage="memory")
+    await turns()
+    name = "JS_MIRROR_" + R.get_hash("M $G")
+    out = await api(nc, f"CONSUMER.DELETE.I.{name}")
+    assert out["success"] is True
+    out = await api(nc, "CONSUMER.CREATE.I.app", {"stream_name": "I", "config": {
+        "durable_name": "app", "ack_policy": "explicit"}})
+    assert "error" not in out, out
+    await nc.request("i.x", b"1", timeout=2)
+    await turns()
+    assert (await info(nc, "M"))["state"]["messages"] == 0
+    assert await names(nc, "I") == ["app"]
+    await clock.advance_async(10.5)
+    await turns()
+    assert sorted(await names(nc, "I")) == sorted([name, "app"])
+    # the new consumer starts after the mirror's last sequence (none): it takes message 1
+    assert (await info(nc, "M"))["state"]["messages"] == 1
+
+
+async def test_given_consumer_waited_for_and_left_alone(server: Server, nc: Any,
+                                                        clock: VirtualClock) -> None:
+    """A source naming a consumer that does not exist yet polls for it every 2 s (no error, no
+    API request); deleting the source leaves the application's consumer."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    await nc.request("o.a", b"1", timeout=2)
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    total = server.jetstream.api_total
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10}})
+    assert "error" not in out, out
+    await clock.advance_async(2.2)
+    await turns()
+    assert (await info(nc, "S"))["state"]["messages"] == 1
+    assert server.jetstream.api_total == total + 2  # the create and the info
+    await api(nc, "STREAM.DELETE.S")
+    assert await names(nc, "O") == ["UC"]
+
+
+async def test_given_consumer_kept_while_followed(server: Server, nc: Any,
+                                                  clock: VirtualClock) -> None:
+    """A given consumer with an inactivity threshold is bound while the link follows it (it
+    stays however long), and goes that long after the follower is deleted."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10, "inactive_threshold": 2_000_000_000}})
+    assert "error" not in out, out
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    await clock.advance_async(10)
+    assert await names(nc, "O") == ["UC"]
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["push_bound"] is True
+    await api(nc, "STREAM.DELETE.S")
+    await clock.advance_async(1.9)
+    assert await names(nc, "O") == ["UC"]
+    await clock.advance_async(0.2)
+    assert await names(nc, "O") == []
+
+
+async def test_followed_stream_becomes_interest(server: Server, nc: Any) -> None:
+    """A followed limits stream updated to interest retention: the link (no consumer of the
+    origin's own) counts as interest for what its filter selects, and removes nothing."""
     await create(nc, "L", subjects=["l.>"], storage="memory")
-    await create(nc, "S2", sources=[{"name": "L"}], storage="memory")
+    await create(nc, "S2", sources=[{"name": "L", "filter_subject": "l.a"}], storage="memory")
+    await turns()
     out = await api(nc, "STREAM.UPDATE.L", {"name": "L", "subjects": ["l.>"],
                                             "retention": "interest", "storage": "memory"})
-    assert out["error"] == refusal
+    assert "error" not in out, out
+    await nc.request("l.a", b"1", timeout=2)
+    await nc.request("l.b", b"2", timeout=2)  # nobody is interested: not kept
+    await turns()
+    st = (await info(nc, "L"))["state"]
+    assert (st["messages"], st["last_seq"]) == (1, 2)
+    assert (await info(nc, "S2"))["state"]["messages"] == 1
+    assert await names(nc, "L") == []
 
 
 async def test_catch_up_runs_in_chunks(server: Server, nc: Any, monkeypatch: Any) -> None:

@@ -1,4 +1,4 @@
-"""Unit tests for minijs.jetstream.transform (applying subject mappings).
+"""Unit tests for minijs.core.transform (applying subject mappings).
 
 Expectations come from nats-server's own transform tests, and every row of ``REAL`` was
 observed on the real nats-server v2.15.1 binary: a memory stream with ``subject_transform``
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from minijs.jetstream.transform import SubjectTransform, fnv1a32
+from minijs.core.transform import SubjectTransform, fnv1a32
 
 # (src, dest, subject, expected result of apply)
 REAL = [

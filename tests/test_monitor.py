@@ -184,16 +184,15 @@ async def test_varz_auth_and_limits_reflect_config():
 
 
 async def test_varz_jetstream_section_only_with_an_engine(server: Server):
-    server.jetstream = SimpleNamespace()  # an engine without its own varz()
-    server.config = server.config.with_overrides(max_memory_store=1024, max_file_store=2048,
-                                                 store_dir="/tmp/x")
     v = json.loads((await http(server.monitor.port, "/varz"))[2])
-    assert v["jetstream"] == {"config": {"max_memory": 1024, "max_storage": 2048,
-                                         "store_dir": "/tmp/x"}}
-    server.jetstream = SimpleNamespace(varz=lambda: {"config": {"max_memory": 1}, "stats": {}})
-    v = json.loads((await http(server.monitor.port, "/varz"))[2])
-    assert v["jetstream"] == {"config": {"max_memory": 1}, "stats": {}}
-    server.jetstream = None
+    assert "jetstream" not in v
+    server.jetstream_group = SimpleNamespace(varz=lambda: {"config": {"max_memory": 1},
+                                                           "stats": {}})
+    try:
+        v = json.loads((await http(server.monitor.port, "/varz"))[2])
+        assert v["jetstream"] == {"config": {"max_memory": 1}, "stats": {}}
+    finally:
+        server.jetstream_group = None
 
 
 async def test_logs_the_nats_server_line(tmp_path):

@@ -180,8 +180,12 @@ class FaultInjector:
             if rule.action not in DELIVERY_ACTIONS:
                 raise FaultError(f"deliveries can be {' or '.join(DELIVERY_ACTIONS)}, "
                                  f"not {rule.action!r}")
-            js = self.server.jetstream
-            stream = js.lookup(rule.stream) if js is not None else None
+            from minijs.control.snapshots import find_stream
+
+            try:
+                stream = find_stream(self.server, rule.stream)
+            except LookupError:
+                stream = None
             if stream is None:
                 raise FaultError(f"no stream {rule.stream!r}: create it (and the consumer) "
                                  "before adding a delivery fault")

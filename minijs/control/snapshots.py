@@ -34,6 +34,7 @@ class StreamSnapshot:
     last_seq: int
     consumers: list[str]
     subjects: dict[str, int] = field(default_factory=dict)
+    account: str = "$G"  # the account the stream belongs to
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -104,27 +105,40 @@ class ConnectionSnapshot:
         return dataclasses.asdict(self)
 
 
-def _engine(server: Any) -> Any:
-    js = server.jetstream
-    if js is None:
+def find_stream(server: Any, name: str, account: str | None = None) -> Any:
+    """The live stream ``name`` of ``account``; without ``account``, the one stream of that
+    name in any account (``LookupError`` when none, or when several accounts have one)."""
+    group = server.jetstream_group
+    if group is None:
         raise LookupError("JetStream is not enabled on this server (start it with jetstream=True"
                           " or -js)")
-    return js
+    if account is not None:
+        engine = group.engines.get(account)
+        if engine is None:
+            raise LookupError(f"account {account!r} has no JetStream")
+        found = [engine.lookup(name)]
+    else:
+        found = [e.lookup(name) for _, e in sorted(group.engines.items())]
+    found = [s for s in found if s is not None]
+    if not found:
+        raise LookupError(f"no stream {name!r}")
+    if len(found) > 1:
+        where = ", ".join(s.engine.account_name for s in found)
+        raise LookupError(f"stream {name!r} exists in accounts {where}: pass account=")
+    return found[0]
 
 
 def streams(server: Any) -> list[StreamSnapshot]:
-    """Every stream, by name."""
-    js = server.jetstream
-    if js is None:
+    """Every stream, by account and name."""
+    group = server.jetstream_group
+    if group is None:
         return []
-    return [_stream(s) for _, s in sorted(js.streams.items())]
+    return [_stream(s) for _, e in sorted(group.engines.items())
+            for _, s in sorted(e.streams.items())]
 
 
-def stream(server: Any, name: str) -> StreamSnapshot:
-    s = _engine(server).lookup(name)
-    if s is None:
-        raise LookupError(f"no stream {name!r}")
-    return _stream(s)
+def stream(server: Any, name: str, account: str | None = None) -> StreamSnapshot:
+    return _stream(find_stream(server, name, account))
 
 
 def _stream(s: Any) -> StreamSnapshot:
@@ -134,16 +148,14 @@ def _stream(s: Any) -> StreamSnapshot:
     return StreamSnapshot(
         name=s.name, config=to_json_dict(s.config, dynamic_metadata=False), messages=st.msgs,
         bytes=st.bytes, first_seq=st.first_seq, last_seq=st.last_seq,
-        consumers=sorted(s.consumers), subjects=subjects)
+        consumers=sorted(s.consumers), subjects=subjects, account=s.engine.account_name)
 
 
 def messages(server: Any, name: str, *, subject: str | None = None, start_seq: int = 1,
-             limit: int = 1000) -> list[MessageSnapshot]:
+             limit: int = 1000, account: str | None = None) -> list[MessageSnapshot]:
     """Stored messages of a stream from ``start_seq`` (matching ``subject``, wildcards allowed;
     an invalid filter is a ``ValueError``), at most ``limit``."""
-    s = _engine(server).lookup(name)
-    if s is None:
-        raise LookupError(f"no stream {name!r}")
+    s = find_stream(server, name, account)
     if subject == "":
         subject = None
     if subject is not None and not is_valid_subject(subject.encode()):
@@ -159,10 +171,9 @@ def messages(server: Any, name: str, *, subject: str | None = None, start_seq: i
     return out
 
 
-def message(server: Any, name: str, seq: int) -> MessageSnapshot | None:
-    s = _engine(server).lookup(name)
-    if s is None:
-        raise LookupError(f"no stream {name!r}")
+def message(server: Any, name: str, seq: int, account: str | None = None
+            ) -> MessageSnapshot | None:
+    s = find_stream(server, name, account)
     sm = s.store.load(seq)
     return None if sm is None else _message(sm)
 
@@ -172,10 +183,9 @@ def _message(sm: Any) -> MessageSnapshot:
                            headers=bytes(sm.hdr) if sm.hdr else None, time=sm.ts / 1e9)
 
 
-def consumer(server: Any, stream_name: str, name: str) -> ConsumerSnapshot:
-    s = _engine(server).lookup(stream_name)
-    if s is None:
-        raise LookupError(f"no stream {stream_name!r}")
+def consumer(server: Any, stream_name: str, name: str, account: str | None = None
+             ) -> ConsumerSnapshot:
+    s = find_stream(server, stream_name, account)
     c = s.consumers.get(name)
     if c is None:
         raise LookupError(f"stream {stream_name!r} has no consumer {name!r}")

@@ -67,6 +67,8 @@ class ConnectionOwner(Protocol):
     def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
     #: Accounts' ``msg_trace`` (destination, sampling percent), by account name.
     account_traces: dict[str, tuple[str, int]]
+    #: Accounts' ``limits { }`` (an AccountConnLimits), by account name.
+    account_conn_limits: dict[str, Any]
 
 #: The header name that asks for a message trace (looked for in every header block).
 _TRACE_DEST = msgtrace.TRACE_DEST_B
@@ -82,6 +84,7 @@ ERR_NO_RESPONDERS_HEADERS = "no responders requires headers support"
 ERR_STALE = "Stale Connection"
 ERR_MAX_CONNECTIONS = "maximum connections exceeded"
 ERR_MAX_SUBSCRIPTIONS = "maximum subscriptions exceeded"
+ERR_MAX_ACCOUNT_CONNECTIONS = "maximum account active connections exceeded"
 
 #: nats-server's close reasons (``ClosedState``) for the errors a connection is closed with.
 CLOSE_REASONS = {
@@ -127,7 +130,13 @@ class Connection(asyncio.Protocol):
         self.user: str | None = None
         self.account = GLOBAL_ACCOUNT
         self.sublist = server.sublist
+        #: The account's subject mappings (minijs.core.imports.Mappings), None without any.
+        self.mappings = server.sublist.mappings
         self.perms: ClientPermissions | None = None
+        #: The account's ``limits { }`` (None: none configured) and the subscription limit
+        #: that applies (the server's, or the account's when smaller).
+        self.conn_limits: Any = None
+        self.max_subscriptions = config.max_subscriptions
         # CONNECT options, at nats-server's pre-CONNECT defaults.
         self.verbose = True
         self.pedantic = True
@@ -168,8 +177,8 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------- transport callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's is not an asyncio.Transport subclass: no isinstance).
+        self.transport = transport  # type: ignore[assignment]
         server = self.server
         self.start_time = server.clock.time()
         self.last_in = REAL_CLOCK.monotonic()
@@ -476,6 +485,13 @@ class Connection(asyncio.Protocol):
         if self.no_responders and not self.headers:
             self.fail(ERR_NO_RESPONDERS_HEADERS)
             return
+        if self.conn_limits is not None and self._account_full():
+            log = self.server.log
+            for _ in range(2):  # nats-server logs it twice (its registration, then its close)
+                log.error(f"{self.host}:{self.port} - cid:{self.cid} - "
+                          f"{ERR_MAX_ACCOUNT_CONNECTIONS}")
+            self.fail(ERR_MAX_ACCOUNT_CONNECTIONS)
+            return
         self.connected = True
         if self._auth_timer is not None:
             self._auth_timer.cancel()
@@ -508,15 +524,38 @@ class Connection(asyncio.Protocol):
             self._login(user)
         return True
 
+    def _account_full(self) -> bool:
+        """Has this client's account reached its ``max_connections`` already?"""
+        limit = self.conn_limits.max_connections
+        if limit < 0:
+            return False
+        others = sum(1 for c in self.server.connections.values()
+                     if c is not self and c.connected and c.account == self.account)
+        return others >= limit
+
     def _login(self, user: Any) -> None:
-        """Become ``user``: its account's subscription index and its permissions."""
+        """Become ``user``: its account's subscription index, limits and permissions."""
         self.user = user.user
         if user.account != self.account:
             self.account = user.account
             self.sublist = self.server.account_sublist(user.account)
+        limits = self.server.account_conn_limits.get(self.account)
+        self.conn_limits = limits
+        config = self.server.config
+        self.parser.max_payload = config.max_payload
+        self.max_subscriptions = config.max_subscriptions
+        if limits is not None:
+            # nats-server's applyAccountLimits: the smaller of the account's and the server's
+            if limits.max_payload > 0:
+                self.parser.max_payload = min(limits.max_payload, config.max_payload)
+            if limits.max_subscriptions > 0:
+                self.max_subscriptions = (min(limits.max_subscriptions, config.max_subscriptions)
+                                          if config.max_subscriptions else
+                                          limits.max_subscriptions)
         clock = self.server.clock
         self.perms = (ClientPermissions(user.permissions, clock.monotonic)
                       if user.permissions is not None else None)
+        self.mappings = self.sublist.mappings
 
     def _violation(self, error: str, log: str) -> None:
         """A permissions violation: ``-ERR`` to the client (which stays connected) and the
@@ -548,6 +587,12 @@ class Connection(asyncio.Protocol):
                 self._violation(f"Permissions Violation for Publish to {dest}",
                                 f"Publish Violation - Subject {dest}")
                 return
+        if self.mappings is not None:
+            # nats-server maps the subject first: permissions apply to the mapped one.
+            mapped = self.mappings.map(subject)
+            if trace is not None and mapped != subject:
+                trace.subject_mapping(mapped.decode(errors="replace"))
+            subject = mapped
         first = subject[0]
         if ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES)
                 and subject not in BARE_PREFIXES):  # "$..." or "_..." only
@@ -624,8 +669,11 @@ class Connection(asyncio.Protocol):
             self.send(wire.err(f"Permissions Violation for Subscription to "
                                f'{wire.quote(subject)} using queue "_sys_"'))
             return
-        limit = self.server.config.max_subscriptions
+        limit = self.max_subscriptions
         if limit and len(self.subs) >= limit:
+            who = f'"{self.account}/user:{self.user}" - ' if self.user else ""
+            self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - {who}"
+                                  f"{ERR_MAX_SUBSCRIPTIONS}")
             self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))
             return
         if sid in self.subs:

@@ -177,10 +177,13 @@ class MsgTrace:
             self.events[0]["error"] = error
 
     def egress(self, cid: int, name: str, subscription: str, queue: str = "",
-               error: str = "") -> None:
+               error: str = "", account: str = "") -> None:
+        """A delivery to a client (``account``: the client's, when another account's)."""
         ev: dict[str, Any] = {"type": "eg", "ts": self._ts(), "kind": KIND_CLIENT, "cid": cid}
         if name:
             ev["name"] = name
+        if account:
+            ev["acc"] = account
         if subscription:
             ev["sub"] = subscription
         if queue:
@@ -188,6 +191,14 @@ class MsgTrace:
         if error:
             ev["error"] = error
         self.events.append(ev)
+
+    def subject_mapping(self, to_subject: str) -> None:
+        """The account's mappings rewrote the subject (``sm``)."""
+        self.events.append({"type": "sm", "ts": self._ts(), "to": to_subject})
+
+    def stream_export(self, account: str, to_subject: str) -> None:
+        """A stream import took a copy into ``account`` under ``to_subject`` (``se``)."""
+        self.events.append({"type": "se", "ts": self._ts(), "acc": account, "to": to_subject})
 
     def service_import(self, account: str, from_subject: str, to_subject: str) -> None:
         self.events.append({"type": "si", "ts": self._ts(), "acc": account,

@@ -81,15 +81,20 @@ class Router:
         for name in config.accounts:
             self.account_sublists[name] = WatchedSublist()
         self._users = {u.user: u for u in config.users}
+        #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
+        self.account_conn_limits: dict[str, Any] = dict(config.account_limits)
         self.connections: dict[int, Connection] = {}
         self.total_connections = 0
         self.stats = ServerStats()
         self.start_time = 0.0
         self.port = 0
-        #: The JetStream engine, once one is attached (anything with ``has_dirty`` and
-        #: ``flush_dirty()``). INFO advertises ``jetstream`` only then, so a client is never told
-        #: JetStream is there when nothing would answer its API.
+        #: The JetStream engine of the global account, once one is attached (with an
+        #: ``accounts`` block the global account has none: see :attr:`jetstream_group`).
         self.jetstream: Any = None
+        #: Every account's JetStream, once attached (anything with ``has_dirty``,
+        #: ``flush_dirty()`` and ``engines``: account -> engine). INFO advertises ``jetstream``
+        #: only then, so a client is never told JetStream is there when nothing would answer.
+        self.jetstream_group: Any = None
         #: ``has_interest(subject)``: does any live subscription match? (the sublist's own test)
         self.has_interest = self.sublist.has_interest
         self._next_cid = FIRST_CLIENT_ID
@@ -111,6 +116,12 @@ class Router:
         #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
         self.account_traces: dict[str, tuple[str, int]] = {
             acc: (dest, sampling) for acc, dest, sampling in config.account_traces}
+        #: Accounts' exports/imports and mappings (minijs.core.imports), by account: each
+        #: involved account's sublist carries its ``links`` / ``mappings`` (None otherwise).
+        self.account_links: dict[str, Any] = {}
+        if config.imports or config.mappings:
+            from minijs.core import imports  # only configs with imports or mappings pay for it
+            self.account_links = imports.install(self, config)
 
     # ----------------------------------------------------------------- listener
 
@@ -186,14 +197,16 @@ class Router:
         if config.auth_required and (connect_info or not config.no_auth_user):
             # With a no_auth_user, nats-server announces auth only once a client is in.
             fields["auth_required"] = True
-        fields["max_payload"] = config.max_payload
-        if self.jetstream is not None:
+        # After CONNECT, the client's own limit (its account's, when smaller).
+        fields["max_payload"] = (conn.parser.max_payload if connect_info and conn is not None
+                                 else config.max_payload)
+        if self.jetstream_group is not None:
             fields["jetstream"] = True
         if conn is not None:
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
-        if self.jetstream is not None and getattr(config, "js_domain", ""):
+        if self.jetstream_group is not None and getattr(config, "js_domain", ""):
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if connect_info:
             fields["connect_info"] = True
@@ -221,7 +234,7 @@ class Router:
     def settle(self) -> None:
         """Commit buffered JetStream writes (releasing their acks) and write every queued
         output now: what a virtual clock calls after firing timers."""
-        js = self.jetstream
+        js = self.jetstream_group
         if js is not None and js.has_dirty:
             js.flush_dirty()
         if self._dirty:
@@ -232,7 +245,7 @@ class Router:
         pub acks) and write every client's queued output now, saving an event-loop turn of
         latency per round trip. Output produced outside input handling still goes out at the
         end of the turn (:meth:`flush_soon`)."""
-        js = self.jetstream
+        js = self.jetstream_group
         if js is not None and js.has_dirty:
             js.flush_dirty()
         if self._dirty:
@@ -293,17 +306,27 @@ class Router:
         return self.sublist.count
 
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
-                payload: bytes, origin: Connection | None = None) -> int:
+                payload: bytes, origin: Connection | None = None,
+                sublist: Sublist | None = None) -> int:
         """Route one message to every matching subscriber; return how many received it.
 
         Plain subscribers each get a copy; each queue group gives one to a random member. A
         requester that asked for no-responders gets the 503 status when nobody received it.
+        A message of the server's own (no ``origin``) goes to the global account, or to the
+        account whose ``sublist`` is given.
         """
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1  # a fault rule took it (and answered, or hands it on later)
-        # Each account has its own subscriptions: a client's message stays in its account.
-        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        # Each account has its own subscriptions: a client's message stays in its account,
+        # unless the account imports or exports (minijs.core.imports routes it then).
+        if origin is not None:
+            sublist = origin.sublist
+        elif sublist is None:
+            sublist = self.sublist
+        if sublist.links is not None:
+            return sublist.links.publish(subject, reply, header, payload, origin)
+        result = sublist.match(subject)
         groups = result.groups
         delivered = 0
         if result.plain or groups:
@@ -348,7 +371,8 @@ class Router:
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1
-        result = (origin.sublist if origin is not None else self.sublist).match(subject)
+        sublist = origin.sublist if origin is not None else self.sublist
+        result = sublist.match(subject)
         only = trace.only
         delivered = 0
         sent = 0
@@ -386,6 +410,9 @@ class Router:
             stats = self.stats
             stats.out_msgs += sent
             stats.out_bytes += sent * (len(payload) + (len(header) if header else 0))
+        if sublist.links is not None:  # across accounts (minijs.core.imports)
+            delivered += sublist.links.publish_traced(trace, subject, reply, header, payload,
+                                                      origin)
         if not delivered and reply and origin is not None and origin.no_responders:
             self.no_responders(subject, reply, origin)
         return delivered
@@ -405,7 +432,7 @@ class Router:
     def trace_server_info(self) -> dict[str, Any]:
         """The ``server`` object of a trace event (nats-server's ``ServerInfo``)."""
         self._sys_seq += 1
-        js = self.jetstream is not None
+        js = self.jetstream_group is not None
         return {
             "name": self.server_name,
             "host": self.config.host,
@@ -446,14 +473,27 @@ class Router:
             self.stats.out_bytes += len(payload) + (len(header) if header else 0)
 
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
-                   data: bytes) -> int:
-        """Route a message to the subscribers of ``target`` while its MSG line names ``subject``:
-        consumer deliveries keep the stored subject, which a plain publish cannot express.
-        Returns the number of receivers."""
+                   data: bytes, sublist: Sublist | None = None) -> int:
+        """Route a message to the subscribers of ``target`` (in the global account, or the
+        account whose ``sublist`` is given) while its MSG line names ``subject``: consumer
+        deliveries keep the stored subject, which a plain publish cannot express. Returns the
+        number of receivers."""
         hook = self.fault_hook
         if hook is not None and hook.on_deliver(target, subject, reply, hdr, data):
             return 1  # a fault rule dropped or delayed it
-        result = self.sublist.match(target)
+        if sublist is None:
+            sublist = self.sublist
+        delivered = self.deliver_as_in(sublist, target, subject, reply, hdr, data)
+        if sublist.links is not None and target.startswith(b"_R_."):
+            # a reply to a request that came through a service import (a pull through an
+            # imported JetStream API): on to the requester, still under the stored subject
+            delivered += sublist.links.respond_as(target, subject, reply, hdr, data)
+        return delivered
+
+    def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
+                      hdr: bytes | None, data: bytes) -> int:
+        """:meth:`deliver_as` within one account's ``sublist`` (no fault rules, no imports)."""
+        result = sublist.match(target)
         groups = result.groups
         delivered = 0
         for sub in result.plain:
@@ -493,6 +533,11 @@ class WatchedSublist(Sublist):
     """The server's sublist: a :class:`Sublist` that also tells watchers when a subscription
     on a watched literal subject is inserted or removed (whoever removes it: UNSUB, a closed
     connection, auto-unsubscribe)."""
+
+    #: The account's :class:`~minijs.core.imports.AccountLinks` when it imports or exports,
+    #: and its :class:`~minijs.core.imports.Mappings` when it has mappings (None: no cost).
+    links: Any = None
+    mappings: Any = None
 
     def __init__(self) -> None:
         super().__init__()

@@ -273,9 +273,11 @@ class AckTracking:
             self._wake()
 
     def _maybe_remove(self, seq: int, subject: str) -> None:
+        # Work queues too: a mirror's or source's consumer may still need it (nats-server
+        # ackMsg asks every consumer; other work-queue consumers never overlap).
         stream = self.stream
-        if stream.config.retention == "interest":
-            for other in stream.interested(subject):
+        if stream.config.retention != "limits":
+            for other in stream.consumers_of(subject):
                 if other is not self and other.needs(seq, subject):
                     return
         stream.remove_msg(seq, False)

@@ -23,7 +23,7 @@ from minijs.core.msgtrace import SYSTEM_ACCOUNT
 from minijs.jetstream import configs as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream import errors as E
-from minijs.jetstream.transform import SubjectTransform
+from minijs.core.transform import SubjectTransform
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
@@ -97,11 +97,15 @@ def _uncounted(err: E.ApiError) -> dict:
 
 
 class JetStreamApi:
-    """Serves ``$JS.API.>`` for one engine."""
+    """Serves ``$JS.API.>`` for one engine, or, with no engine (``js`` None, given the
+    account's ``bus``), for an account without JetStream: every endpoint then answers
+    503/10039 "JetStream not enabled for account" (after the body checks nats-server makes
+    first), the per-stream/consumer ones (``DIRECT.GET``, ``CONSUMER.MSG.NEXT``) no
+    responders, as a server with JetStream in other accounts does."""
 
-    def __init__(self, js: "JetStream") -> None:
+    def __init__(self, js: "JetStream | None", *, bus: Any = None) -> None:
         self.js = js
-        self.server = js.server
+        self.server = js.server if js is not None else bus
         self._sub: Any = None
         self._domain_subs: list[Any] = []
         #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.
@@ -125,7 +129,7 @@ class JetStreamApi:
     def start(self) -> None:
         self._sub = self.server.subscribe_internal(b"$JS.API.>", self._on_request,
                                                    on_traced=self._on_traced_request)
-        domain = self.js.domain
+        domain = getattr(self.server.config, "js_domain", "") or ""
         if domain:
             # nats-server's generateJSMappingTable: the account maps these subjects of the
             # domain prefix onto the API (and $KV/$OBJ onto themselves); nothing else of
@@ -161,6 +165,9 @@ class JetStreamApi:
         if route is None:
             return  # no such endpoint: silence, like nats-server
         kind, rtype, handler, args = route
+        if self.js is None:
+            self._not_enabled(kind, rtype, handler, subject, reply, hdr, payload, origin)
+            return
         if kind == "raw":
             handler(subject, reply, hdr, payload, origin, *args)
             return
@@ -197,6 +204,29 @@ class JetStreamApi:
         if rtype != "stream_msg_get_response" or "error" in body:
             self.js.api_total += 1
             self.audit(subject, payload, data, origin)
+
+    def _not_enabled(self, kind: str, rtype: str, handler: Callable[..., Any], subject: bytes,
+                     reply: bytes | None, hdr: bytes | None, payload: bytes, origin: Any) -> None:
+        """A request in an account without JetStream."""
+        if kind == "raw":
+            if subject.startswith(_LOCAL_API):
+                self.no_responders(subject, reply, origin)
+            return  # CONSUMER.RESET: served by the consumer, which cannot exist: silence
+        try:
+            if handler == self.cluster_only:
+                raise E.cluster_required()
+            if rtype == "consumer_create_response":
+                from minijs.jetstream.consumer_config import parse_create_request
+
+                parse_create_request(payload)  # a bad body is reported first
+            elif rtype == "consumer_unpin_response":
+                self.consumers.unpin_group(payload)
+            raise E.not_enabled_for_account()
+        except E.ApiError as err:
+            body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
+            body.update(_ERROR_EXTRAS.get(rtype, {}))
+        if reply:
+            self.server.publish(reply, None, None, J.dumps(body))
 
     def _on_traced_request(self, sub: Any, trace: Any, subject: bytes, reply: bytes | None,
                            hdr: bytes | None, payload: bytes, origin: Any) -> bool:
@@ -346,8 +376,6 @@ class JetStreamApi:
             (c.name, c.inactive_threshold, c.max_ack_pending) for c in stream.consumers.values()])
         self._check_overlap(cfg)
         C.check_unsupported(cfg, self.js.lookup_config)
-        if cfg.retention != "limits" and self.js.replicator.followed(name):
-            raise E.unsupported_feature(C.UNSUPPORTED_ORIGIN)
         if cfg.republish:
             # nats-server builds the republish transform only as it applies an update (a
             # create without a destination builds none): a bad one fails the update there.

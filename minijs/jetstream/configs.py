@@ -41,11 +41,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from minijs.core import subjects as _subj
+from minijs.core.transform import _transform_creatable, validate_mapping
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 
@@ -481,210 +481,6 @@ def is_valid_publish_subject(s: str) -> bool:
     return _valid_publish_subject(s)
 
 
-# ---- subject mapping destinations (server/subject_transform.go, sublist.go ValidateMapping) ----
-
-_MAP_ERR = "invalid mapping destination"
-_S = r"[\t\n\f\r ]*"
-
-
-_FN = {
-    "partition": re.compile(r"{{" + _S + r"[pP]artition" + _S + r"\((.*)\)" + _S + r"}}"),
-    "wildcard": re.compile(r"{{" + _S + r"[wW]ildcard" + _S + r"\((.*)\)" + _S + r"}}"),
-    "splitfromleft": re.compile(r"{{" + _S + r"[sS]plit[fF]rom[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
-    "splitfromright": re.compile(r"{{" + _S + r"[sS]plit[fF]rom[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
-    "slicefromleft": re.compile(r"{{" + _S + r"[sS]lice[fF]rom[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
-    "slicefromright": re.compile(r"{{" + _S + r"[sS]lice[fF]rom[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
-    "split": re.compile(r"{{" + _S + r"[sS]plit" + _S + r"\((.*)\)" + _S + r"}}"),
-    "left": re.compile(r"{{" + _S + r"[lL]eft" + _S + r"\((.*)\)" + _S + r"}}"),
-    "right": re.compile(r"{{" + _S + r"[rR]ight" + _S + r"\((.*)\)" + _S + r"}}"),
-    "random": re.compile(r"{{" + _S + r"[rR]andom" + _S + r"\((.*)\)" + _S + r"}}"),
-}
-_COMMA = re.compile(r",[\t\n\f\r ]*")
-_ATOI = re.compile(r"[+-]?[0-9]+")
-
-
-class _MappingError(Exception):
-    pass
-
-
-def _merr(detail: str, token: str | None = None) -> _MappingError:
-    text = _MAP_ERR + (": " + detail if detail else "")
-    if token:
-        text += " in " + token
-    return _MappingError(text)
-
-
-def _atoi(s: str) -> int | None:
-    if not _ATOI.fullmatch(s):
-        return None
-    v = int(s)
-    if not -(1 << 63) <= v < (1 << 63):
-        return None
-    return v
-
-
-def _fn_args(name: str, token: str) -> list[str] | None:
-    m = _FN[name].search(token)
-    if m is None:
-        return None
-    return _COMMA.split(m.group(1))
-
-
-def _index_int_args(token: str, args: list[str], kind: str) -> tuple[str, list[int]]:
-    if len(args) < 2:
-        raise _merr("not enough arguments passed to the function", token)
-    if len(args) > 2:
-        raise _merr("too many arguments passed to the function", token)
-    i = _atoi(args[0].strip(" "))
-    n = _atoi(args[1].strip(" "))
-    if i is None or n is None or not -(1 << 31) <= n < (1 << 31):
-        raise _merr("function argument is invalid or in the wrong format", token)
-    return kind, [i]
-
-
-def _index_placeholders(token: str) -> tuple[str, list[int]]:
-    """(transform type, wildcard indexes) of one destination token (``indexPlaceHolders``)."""
-    n = len(token)
-    if n > 1:
-        if token[0] == "$":
-            tp = _atoi(token[1:])
-            if tp is None:
-                return "none", [-1]
-            return "wildcard", [tp]
-        if n > 4 and token.startswith("{{") and token.endswith("}}"):
-            args = _fn_args("wildcard", token)
-            if args is not None:
-                if len(args) == 1 and args[0] == "":
-                    raise _merr("not enough arguments passed to the function", token)
-                if len(args) == 1:
-                    idx = _atoi(args[0].strip(" "))
-                    if idx is None:
-                        raise _merr("function argument is invalid or in the wrong format", token)
-                    return "wildcard", [idx]
-                raise _merr("too many arguments passed to the function", token)
-            args = _fn_args("partition", token)
-            if args is not None:
-                num = _atoi(args[0].strip(" "))
-                if num is None or num > (1 << 31) - 1:
-                    raise _merr("function argument is invalid or in the wrong format", token)
-                idxs = []
-                for a in args[1:]:
-                    i = _atoi(a.strip(" "))
-                    if i is None:
-                        raise _merr("function argument is invalid or in the wrong format", token)
-                    idxs.append(i)
-                return "partition", idxs
-            for kind in ("splitfromleft", "splitfromright", "slicefromleft", "slicefromright", "right", "left"):
-                args = _fn_args(kind, token)
-                if args is not None:
-                    return _index_int_args(token, args, kind)
-            args = _fn_args("split", token)
-            if args is not None:
-                if len(args) < 2:
-                    raise _merr("not enough arguments passed to the function", token)
-                if len(args) > 2:
-                    raise _merr("too many arguments passed to the function", token)
-                i = _atoi(args[0].strip(" "))
-                if i is None or " " in args[1] or "." in args[1]:
-                    raise _merr("function argument is invalid or in the wrong format", token)
-                return "split", [i]
-            args = _fn_args("random", token)
-            if args is not None:
-                if len(args) != 1:
-                    raise _merr("not enough arguments passed to the function", token)
-                num = _atoi(args[0].strip(" "))
-                if num is None or num > (1 << 31) - 1:
-                    raise _merr("function argument is invalid or in the wrong format", token)
-                return "random", []
-            raise _merr("unknown function", token)
-    return "none", [-1]
-
-
-def _subject_info(s: str) -> tuple[bool, list[str], int, bool]:
-    if s == "":
-        return False, [], 0, False
-    npwcs, fwc = 0, False
-    toks = s.split(".")
-    for t in toks:
-        if t == "" or fwc:
-            return False, [], 0, False
-        if t == ">":
-            fwc = True
-        elif t == "*":
-            npwcs += 1
-    return True, toks, npwcs, fwc
-
-
-def _new_subject_transform(src: str, dest: str) -> None:
-    """Validation half of ``NewSubjectTransform``; raises ``_MappingError`` (or returns)."""
-    if dest == "":
-        return
-    if src == "":
-        src = ">"
-    sv, stoks, npwcs, has_fwc = _subject_info(src)
-    dv, dtoks, dnpwcs, d_has_fwc = _subject_info(dest)
-    if not sv or not dv or dnpwcs > 0 or has_fwc != d_has_fwc:
-        raise _MappingError("invalid subject")
-    if npwcs > 0 or has_fwc:
-        for tok in dtoks:
-            kind, idxs = _index_placeholders(tok)
-            if kind in ("none", "random"):
-                continue
-            for wi in idxs:
-                if wi > npwcs:
-                    raise _merr("wildcard index out of range", "%s: [%d]" % (tok, wi))
-    else:
-        for tok in dtoks:
-            kind, _ = _index_placeholders(tok)
-            if kind not in ("none", "random", "partition"):
-                raise _merr("wildcard index out of range", tok)
-
-
-def validate_mapping(src: str, dest: str) -> str | None:
-    """Go ``ValidateMapping``: ``None`` if ``src`` → ``dest`` is a valid subject mapping, else
-    the error text (e.g. ``invalid mapping destination: wildcard index out of range in
-    {{wildcard(3)}}: [3]``)."""
-    if dest == "":
-        return None
-    fwc = False
-    for t in dest.split("."):
-        if t == "" or fwc:
-            return _MAP_ERR + ": invalid transform in " + t if t else _MAP_ERR + ": invalid transform"
-        if len(t) > 4 and t.startswith("{{") and t.endswith("}}"):
-            if not any(
-                _FN[k].search(t)
-                for k in (
-                    "partition",
-                    "wildcard",
-                    "splitfromleft",
-                    "splitfromright",
-                    "slicefromleft",
-                    "slicefromright",
-                    "split",
-                    "random",
-                )
-            ):
-                return _MAP_ERR + ": unknown function in " + t
-            continue
-        if t == ">":
-            fwc = True
-        elif any(c in t for c in "\t\n\f\r "):
-            return _MAP_ERR + ": invalid transform"
-    try:
-        _new_subject_transform(src, dest)
-    except _MappingError as e:
-        return str(e)
-    return None
-
-
-def _transform_creatable(src: str, dest: str) -> bool:
-    try:
-        _new_subject_transform(src, dest)
-    except _MappingError:
-        return False
-    return True
-
-
 # --------------------------------------------------------------------------------------------
 # Unsupported options
 # --------------------------------------------------------------------------------------------
@@ -697,22 +493,13 @@ fine), so configs echoed back by clients keep working."""
 
 UNSUPPORTED_SOURCE_FIELDS: dict[str, str] = {
     "external": "mirrors and sources of another JetStream domain or account (external)",
-    "consumer": "durable sourcing consumers (consumer)",
 }
 """Fields of a ``mirror`` or ``sources`` entry that minijs refuses (a single server has no other
-domain or account to reach, and durable sourcing consumers need ``flow_control`` acks)."""
-
-
-UNSUPPORTED_ORIGIN = "mirrors and sources of interest or work-queue streams (retention)"
-"""nats-server follows those origins with durable consumers acknowledged by flow control,
-visible on the origin; minijs refuses them (at create and update when the origin exists, in
-the link's ``error`` when it appears later)."""
+domain or account to reach)."""
 
 
 def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -> None:
-    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option
-    (with ``lookup``, also for an existing origin of a mirror or source that is not a limits
-    stream)."""
+    """Raise 500/10052 ``minijs does not support <feature>`` for a set unsupported option."""
     for name, what in UNSUPPORTED_FIELDS.items():
         v = getattr(cfg, name)
         if v:
@@ -723,9 +510,6 @@ def check_unsupported(cfg: StreamConfig, lookup: "StreamLookup | None" = None) -
         for name, what in UNSUPPORTED_SOURCE_FIELDS.items():
             if src.get(name) is not None:
                 raise E.unsupported_feature(what)
-        origin = lookup(src["name"]) if lookup is not None else None
-        if origin is not None and origin.retention != "limits":
-            raise E.unsupported_feature(UNSUPPORTED_ORIGIN)
 
 
 # --------------------------------------------------------------------------------------------

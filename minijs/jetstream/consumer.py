@@ -176,10 +176,25 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._ack_replies: list[bytes] = []  # ack_sync replies waiting for the state commit
         self._cfg_json = ""
         self._restored = False
+        #: a mirror's or source's link (replication.py) that feeds from this consumer on a
+        #: work-queue or interest stream: it reads the store itself, so push stays idle, and
+        #: the consumer counts as push-bound while the link follows
+        self.feeder: Any = None
         self._apply_config(config)
         self._select_start()
 
     # ------------------------------------------------------------------ engine hooks / attrs
+
+    @property
+    def feeder(self) -> Any:
+        return self._feeder
+
+    @feeder.setter
+    def feeder(self, link: Any) -> None:
+        # A feeder records deliveries itself (no _deliver): hear of removals while it feeds.
+        self._feeder = link
+        if link is not None:
+            self._hold()
 
     @property
     def inactive_threshold(self) -> int:
@@ -476,7 +491,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if thresh <= 0:
             return
         if self._dsubj:
-            if self.active:
+            if self.active or self.feeder is not None:
                 return
         else:
             elapsed = self.clock.monotonic() - self._last_request
@@ -709,7 +724,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             num_waiting=len(self.waiting),
             num_pending=self.num_pending(),
             ts=self.clock.time_ns(),
-            push_bound=bool(self._dsubj) and self.active,
+            push_bound=bool(self._dsubj) and (self.active or self.feeder is not None),
             pinned_client_id=self.pin_id,
             pinned_ts=self.pinned_ts,
             dynamic_metadata=dynamic_metadata,

@@ -36,7 +36,7 @@ class ConsumerApi:
 
     def __init__(self, js: "JetStream", api: Any) -> None:
         self.js = js
-        self.server = js.server
+        self.server = api.server
         #: The ``$JS.API`` dispatcher this serves under (its level check, no-responders path).
         self.api = api
 
@@ -200,18 +200,25 @@ class ConsumerApi:
         """``CONSUMER.UNPIN``: the (lenient) body is checked first, then the group name, the
         stream, the consumer and whether the group is configured. Success is an empty reply
         plus the UNPINNED advisory (reason ``admin``), pinned or not."""
-        req = J.decode_lenient(payload, _UNPIN_REQUEST)
-        group = req.get("group") or ""
-        if not group:
-            raise E.invalid_json("consumer group not specified")
-        if not C._GROUP_NAME_RE.fullmatch(group):
-            raise E.consumer_invalid_group_name()
+        group = self.unpin_group(payload)
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
         if group not in (consumer.config.priority_groups or ()):
             raise E.consumer_invalid_priority_group()
         consumer.unpin(group)
         return {}
+
+    @staticmethod
+    def unpin_group(payload: bytes) -> str:
+        """The group an ``UNPIN`` body names, checked (what nats-server checks before it
+        looks at the account's JetStream)."""
+        req = J.decode_lenient(payload, _UNPIN_REQUEST)
+        group = req.get("group") or ""
+        if not group:
+            raise E.invalid_json("consumer group not specified")
+        if not C._GROUP_NAME_RE.fullmatch(group):
+            raise E.consumer_invalid_group_name()
+        return group
 
     def reset(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
               origin: Any, stream_name: str, name: str) -> None:

@@ -162,7 +162,7 @@ class DurableState:
         found = stream.store.iter_meta(STATE_PREFIX)
         if not found:
             return 0
-        log.info(f"  Recovering {len(found)} consumers for stream - '$G > {stream.name}'")
+        log.info(f"  Recovering {len(found)} consumers for stream - '{stream.engine.account_name} > {stream.name}'")
         restored: list[Self] = []
         for key, raw in found:
             try:

@@ -1,13 +1,18 @@
-"""The JetStream engine of one server (one account, ``$G``): streams, API counters, recovery.
+"""The JetStream engine of one account: streams, API counters, recovery.
 
-Attached to the server when it starts with ``jetstream=True`` (``-js``). It owns the streams;
+Attached to the server when it starts with ``jetstream=True`` (``-js``): one engine for the
+global account ``$G``, or, with an ``accounts`` block, one per account whose ``jetstream`` is
+enabled (each on that account's view of the message bus). The engines of one server share a
+:class:`JetStreamGroup` (nats-server's server-wide JetStream): the writes buffered this turn
+and the server's memory and storage totals its limits are checked against. An engine owns its
+streams;
 each stream owns its store and its consumers. Mirrors and sources are links between its
 streams, kept by its :class:`~minijs.jetstream.replication.Replicator`. It is given the server's message bus
 (:class:`~minijs.jetstream.bus.MessageBus`) and knows nothing else of the server; the API layer
 (:mod:`minijs.jetstream.api`), a floor above, translates requests into calls on this object.
 
 Storage: memory streams live in the process. File streams are LMDB environments under
-``<store_dir>/jetstream/$G/streams/<name>`` (nats-server's layout). With no store directory
+``<store_dir>/jetstream/<account>/streams/<name>`` (nats-server's layout). With no store directory
 configured, file streams go to a private temporary directory removed at shutdown, so the
 embedded default leaves nothing behind.
 """
@@ -38,10 +43,167 @@ __all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 SYNC_INTERVAL = 120.0
 
 
-class JetStream:
-    """JetStream for one server."""
+class JetStreamGroup:
+    """What the engines of one server share: the streams with writes buffered this turn
+    (committed together at the end of it, so the router has one thing to flush) and the
+    server-wide usage and reservations ``max_memory_store`` / ``max_file_store`` bound."""
 
-    def __init__(self, server: MessageBus, *, temp_dir: str | None = None) -> None:
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        #: account name -> its engine
+        self.engines: dict[str, JetStream] = {}
+        self._dirty: dict[int, Stream] = {}
+        self._flush_scheduled = False
+        self.store_dir: str | None = config.store_dir
+        self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
+        self.max_storage = config.max_file_store if config.max_file_store is not None else -1
+        self.domain: str = getattr(config, "js_domain", "") or ""
+        self.js_limits: JetStreamLimitOpts = (getattr(config, "js_limits", None)
+                                              or JetStreamLimitOpts())
+        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self._server_limits: tuple[int, int] | None = None
+
+    def mark_dirty(self, stream: Stream) -> None:
+        """A stream has buffered writes (and maybe acks waiting): commit at the end of this turn."""
+        self._dirty[id(stream)] = stream
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    @property
+    def has_dirty(self) -> bool:
+        return bool(self._dirty)
+
+    def flush_dirty(self) -> None:
+        """Commit every stream with buffered writes and send the acks that waited for it."""
+        self._flush()
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        dirty = self._dirty
+        self._dirty = {}
+        for stream in dirty.values():
+            if not stream.closed:
+                try:
+                    stream.flush()
+                except Exception as exc:
+                    stream.engine.log.error(
+                        f"JetStream store flush failed for '{stream.name}': {exc}")
+
+    def forget(self, stream: Stream) -> None:
+        self._dirty.pop(id(stream), None)
+
+    def forget_engine(self, engine: JetStream) -> None:
+        """Drop the buffered writes of ``engine``'s streams (a reset, crash or stop)."""
+        for key, stream in list(self._dirty.items()):
+            if stream.engine is engine:
+                del self._dirty[key]
+
+    def usage(self) -> tuple[int, int]:
+        mem = sto = 0
+        for engine in self.engines.values():
+            m, s = engine.usage()
+            mem += m
+            sto += s
+        return mem, sto
+
+    def reserved(self) -> tuple[int, int]:
+        mem = sto = 0
+        for engine in self.engines.values():
+            m, s = engine.reserved()
+            mem += m
+            sto += s
+        return mem, sto
+
+    def server_limits(self) -> tuple[int, int]:
+        """(max memory, max storage) of this server, as nats-server sets them at start: the
+        configured ``max_memory_store`` / ``max_file_store``, else 75% of the physical memory
+        and 75% of the disk space available to the store directory (the temporary directory
+        without one)."""
+        if self._server_limits is None:
+            mem = self.max_memory if self.max_memory >= 0 else _three_quarters_of_memory()
+            sto = self.max_storage if self.max_storage >= 0 else _three_quarters_of_disk(
+                self.store_dir or tempfile.gettempdir())
+            self._server_limits = (mem, sto)
+        return self._server_limits
+
+    def store_root(self) -> Path | None:
+        """``<store>/jetstream``: the directory holding each account's streams (the private
+        temporary directory's without a store directory; None before one exists)."""
+        base = self.store_dir or next((e.temp_dir for e in self.engines.values() if e.temp_dir),
+                                      None)
+        return Path(base) / "jetstream" if base else None
+
+    def account_dirs(self) -> list[str]:
+        """The account directories in the store, sorted (nats-server's staging one skipped)."""
+        root = self.store_root()
+        try:
+            return sorted(p.name for p in root.iterdir()
+                          if p.is_dir() and p.name != ".snap-staging") if root else []
+        except OSError:
+            return []
+
+    def stream_dirs(self, account: str) -> list[str]:
+        """The stream directories of ``account`` in the store, sorted."""
+        root = self.store_root()
+        if root is None:
+            return []
+        try:
+            return sorted(p.name for p in (root / account / "streams").iterdir() if p.is_dir())
+        except OSError:
+            return []
+
+    def api_counts(self) -> tuple[int, int]:
+        """(requests, errors) of every account's API."""
+        return (sum(e.api_total for e in self.engines.values()),
+                sum(e.api_errors for e in self.engines.values()))
+
+    def varz(self) -> dict:
+        """The ``jetstream`` section of ``/varz`` (every account summed)."""
+        mem, sto = self.usage()
+        res_mem, res_sto = self.reserved()
+        max_mem, max_sto = self.server_limits()
+        total, errors = self.api_counts()
+        config: dict[str, Any] = {"max_memory": max_mem, "max_storage": max_sto}
+        if self.store_dir:
+            # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
+            config["store_dir"] = str(Path(self.store_dir) / "jetstream")
+        config.update(self.config_extras())
+        return {
+            "config": config,
+            "stats": {
+                "memory": mem,
+                "storage": sto,
+                "reserved_memory": res_mem,
+                "reserved_storage": res_sto,
+                "accounts": len(self.engines),
+                "ha_assets": 0,
+                "api": {"level": 5, "total": total, "errors": errors},
+            },
+            "limits": self.js_limits.to_json(),
+        }
+
+    def config_extras(self) -> dict[str, Any]:
+        """The omitempty tail of nats-server's ``JetStreamConfig`` after ``store_dir``."""
+        config = self.config
+        out: dict[str, Any] = {"sync_interval": round(self.sync_interval * 1_000_000_000)}
+        if getattr(config, "js_sync_always", False):
+            out["sync_always"] = True
+        if self.domain:
+            out["domain"] = self.domain
+        if getattr(config, "js_unique_tag", ""):
+            out["unique_tag"] = config.js_unique_tag
+        if getattr(config, "js_strict", True):
+            out["strict"] = True
+        return out
+
+
+class JetStream:
+    """JetStream for one account of a server."""
+
+    def __init__(self, server: MessageBus, *, temp_dir: str | None = None,
+                 account: str = "$G", group: JetStreamGroup | None = None,
+                 limits: AccountLimits | None = None, owns_temp_dir: bool = True) -> None:
         self.server = server
         self.clock = server.clock
         self.log = server.log
@@ -55,22 +217,29 @@ class JetStream:
         self.store_dir: str | None = config.store_dir
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
-        self._dirty: dict[int, Stream] = {}
-        self._flush_scheduled = False
+        if group is None:
+            group = JetStreamGroup(server.config)
+        self.group = group
+        group.engines[account] = self
+        self.mark_dirty = group.mark_dirty  # type: ignore[method-assign]  # (per publish)
+        #: Whether this engine removes the private temporary directory when it stops (the
+        #: engines of several accounts share one, which the server removes).
+        self._owns_temp_dir = owns_temp_dir
         self._sync_timer: Any = None
         self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
         self._replicator: Replicator | None = None
         self.started = False
-        self._server_limits: tuple[int, int] | None = None
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
         self.domain: str = getattr(config, "js_domain", "") or ""
         self.js_limits: JetStreamLimitOpts = getattr(config, "js_limits", None) or JetStreamLimitOpts()
         self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
         self.account_limits = AccountLimits()
-        self.set_account_limits(getattr(config, "js_account_limits", None) or AccountLimits())
+        if limits is None:
+            limits = getattr(config, "js_account_limits", None) or AccountLimits()
+        self.set_account_limits(limits)
         self._limit_logged: dict[str, float] = {}
-        #: The account this engine serves, as log lines name it.
-        self.account_name = "$G"
+        #: The account this engine serves, as log lines and store paths name it.
+        self.account_name = account
         self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
 
     @property
@@ -133,7 +302,7 @@ class JetStream:
         """Stop as a killed process would: nothing buffered is committed, no ack is sent, the
         files stay as they are (a simulated crash)."""
         self._cancel_sync()
-        self._dirty.clear()
+        self.group.forget_engine(self)
         self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
@@ -148,7 +317,7 @@ class JetStream:
         """Delete every stream (with its consumers and files) and zero the API counters,
         without advisories: the empty engine of a fresh start."""
         self._cancel_sync()
-        self._dirty.clear()
+        self.group.forget_engine(self)
         self._stop_links()
         for stream in list(self.streams.values()):
             for consumer in list(stream.consumers.values()):
@@ -173,7 +342,7 @@ class JetStream:
 
     def _finish(self, keep_files: bool) -> None:
         self.streams.clear()
-        if self._temp_dir is not None and not keep_files:
+        if self._temp_dir is not None and not keep_files and self._owns_temp_dir:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
         self.started = False
@@ -197,10 +366,10 @@ class JetStream:
 
     def _streams_dir(self) -> Path:
         if self.store_dir:
-            return stream_store_path(self.store_dir, "x").parent
+            return stream_store_path(self.store_dir, "x", self.account_name).parent
         if self._temp_dir is None:
             self._temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
-        return stream_store_path(self._temp_dir, "x").parent
+        return stream_store_path(self._temp_dir, "x", self.account_name).parent
 
     def _recover(self) -> None:
         """Reopen every file stream found under the store directory, then its consumers."""
@@ -231,7 +400,7 @@ class JetStream:
             self.streams[cfg.name] = stream
             stream.start()
             st = store.state()
-            self.log.info(f"  Restored {st.msgs} messages for stream '$G > {cfg.name}'")
+            self.log.info(f"  Restored {st.msgs} messages for stream '{self.account_name} > {cfg.name}'")
             recover_consumers(stream)
         for stream in self.streams.values():
             self.replicator.attach(stream)
@@ -271,7 +440,7 @@ class JetStream:
 
     def delete_stream(self, stream: Stream) -> None:
         self.streams.pop(stream.name, None)
-        self._dirty.pop(id(stream), None)
+        self.group.forget(stream)
         self.replicator.detach(stream, deleted=True)
         self.delete_consumers(stream)
         stream.delete()
@@ -304,33 +473,20 @@ class JetStream:
     # ------------------------------------------------------------------ durability
 
     def mark_dirty(self, stream: Stream) -> None:
-        """A stream has buffered writes (and maybe acks waiting): commit at the end of this turn."""
-        self._dirty[id(stream)] = stream
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        """A stream has buffered writes (and maybe acks waiting): commit at the end of this turn
+        (with the other accounts' writes: see :class:`JetStreamGroup`)."""
+        self.group.mark_dirty(stream)
 
     @property
     def has_dirty(self) -> bool:
-        return bool(self._dirty)
+        return self.group.has_dirty
 
     def flush_dirty(self) -> None:
         """Commit every stream with buffered writes and send the acks that waited for it."""
-        self._flush()
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        dirty = self._dirty
-        self._dirty = {}
-        for stream in dirty.values():
-            if not stream.closed:
-                try:
-                    stream.flush()
-                except Exception as exc:
-                    self.log.error(f"JetStream store flush failed for '{stream.name}': {exc}")
+        self.group.flush_dirty()
 
     def flush_now(self, stream: Stream) -> None:
-        self._dirty.pop(id(stream), None)
+        self.group.forget(stream)
         stream.flush()
 
     # ------------------------------------------------------------------ consumers
@@ -346,16 +502,8 @@ class JetStream:
     # ------------------------------------------------------------------ resource limits
 
     def server_limits(self) -> tuple[int, int]:
-        """(max memory, max storage) of this server, as nats-server sets them at start: the
-        configured ``max_memory_store`` / ``max_file_store``, else 75% of the physical memory
-        and 75% of the disk space available to the store directory (the temporary directory
-        without one)."""
-        if self._server_limits is None:
-            mem = self.max_memory if self.max_memory >= 0 else _three_quarters_of_memory()
-            sto = self.max_storage if self.max_storage >= 0 else _three_quarters_of_disk(
-                self.store_dir or tempfile.gettempdir())
-            self._server_limits = (mem, sto)
-        return self._server_limits
+        """(max memory, max storage) of the server (see :meth:`JetStreamGroup.server_limits`)."""
+        return self.group.server_limits()
 
     def reserved(self, exclude: str = "") -> tuple[int, int]:
         """(memory, storage) bytes reserved by the ``max_bytes`` of the streams (but
@@ -414,9 +562,9 @@ class JetStream:
         else:
             add = max(max(cfg.max_bytes, 0) - max(old.max_bytes, 0), 0)
         max_mem, max_sto = self.server_limits()
-        mem, sto = self.reserved()
+        mem, sto = self.group.reserved()  # every account's streams count against the server
         if old is not None:  # the account check counts this stream's own current reservation
-            acc_mem, acc_sto = mem, sto
+            acc_mem, acc_sto = self.reserved()
         else:
             acc_mem, acc_sto = self.reserved(exclude=cfg.name)
         if cfg.storage == "memory":
@@ -436,7 +584,7 @@ class JetStream:
         ``max_file_store``) is 503/10023, logged at most every 10 s, as nats-server's
         ``limitsExceeded``: the store may pass its limit by the message that filled it."""
         max_mem, max_sto = self.server_limits()
-        mem, sto = self.usage()
+        mem, sto = self.group.usage()
         if (mem > max_mem) if storage == "memory" else (sto > max_sto):
             self.log_limit("server", f"JetStream {storage} resource limits exceeded for server",
                             error=True)
@@ -498,43 +646,6 @@ class JetStream:
             **({"domain": self.domain} if self.domain else {}),
             "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
         }
-
-    def varz(self) -> dict:
-        mem, sto = self.usage()
-        res_mem, res_sto = self.reserved()
-        max_mem, max_sto = self.server_limits()
-        config: dict[str, Any] = {"max_memory": max_mem, "max_storage": max_sto}
-        if self.store_dir:
-            # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
-            config["store_dir"] = str(Path(self.store_dir) / "jetstream")
-        config.update(self.config_extras())
-        return {
-            "config": config,
-            "stats": {
-                "memory": mem,
-                "storage": sto,
-                "reserved_memory": res_mem,
-                "reserved_storage": res_sto,
-                "accounts": 1,
-                "ha_assets": 0,
-                "api": {"level": 5, "total": self.api_total, "errors": self.api_errors},
-            },
-            "limits": self.js_limits.to_json(),
-        }
-
-    def config_extras(self) -> dict[str, Any]:
-        """The omitempty tail of nats-server's ``JetStreamConfig`` after ``store_dir``."""
-        config = self.server.config
-        out: dict[str, Any] = {"sync_interval": round(self.sync_interval * 1_000_000_000)}
-        if getattr(config, "js_sync_always", False):
-            out["sync_always"] = True
-        if self.domain:
-            out["domain"] = self.domain
-        if getattr(config, "js_unique_tag", ""):
-            out["unique_tag"] = config.js_unique_tag
-        if getattr(config, "js_strict", True):
-            out["strict"] = True
-        return out
 
 
 def _three_quarters_of_memory() -> int:

@@ -153,7 +153,7 @@ class PriorityGroups:
         pg.id = self.pin_id
         self._set_pin_timer(pg.group)
         self._advise("PINNED", "advisory.v1.consumer_group_pinned", {
-            "account": "$G", "stream": self.stream.name, "consumer": self.name,
+            "account": self.stream.engine.account_name, "stream": self.stream.name, "consumer": self.name,
             "group": pg.group, "pinned_id": self.pin_id})
         return True
 
@@ -182,5 +182,5 @@ class PriorityGroups:
 
     def _advise_unpinned(self, group: str, reason: str) -> None:
         self._advise("UNPINNED", "advisory.v1.consumer_group_unpinned", {
-            "account": "$G", "stream": self.stream.name, "consumer": self.name,
+            "account": self.stream.engine.account_name, "stream": self.stream.name, "consumer": self.name,
             "group": group, "reason": reason})

@@ -83,8 +83,8 @@ class PushDelivery:
     def _push(self) -> None:
         """Deliver to the deliver subject while there is interest, nothing pauses it, flow
         control has room and the rate limit allows."""
-        if not self._dsubj or self._pushing:
-            return
+        if not self._dsubj or self._pushing or self.feeder is not None:
+            return  # (a feeder: a mirror's or source's link delivers by reading the store)
         self._pushing = True
         try:
             while not self.closed and self.active:

@@ -1,11 +1,11 @@
 """Mirrors and sources: streams of one server fed from other streams' stores.
 
 nats-server feeds a mirror or a sourcing stream through an internal push consumer on the origin
-stream; minijs has no such consumer. A :class:`Link` (one per mirror, one per entry of
-``sources``) reads the origin's store directly: it is set up the way nats-server sets up its
-consumer (same start positions, same retry schedule, the same API accounting), then woken by
-the origin each time new messages are committed there (``Stream.followers``), and it stores
-what it reads with ``Stream.store_replicated``.
+stream. A :class:`Link` (one per mirror, one per entry of ``sources``) reads the origin's store
+directly instead: it is set up the way nats-server sets up its consumer (same start positions,
+same retry schedule, the same API accounting), then woken by the origin each time new messages
+are committed there (``Stream.followers``), and it stores what it reads with
+``Stream.store_replicated``.
 
 What a client sees, as on nats-server 2.15.1:
 
@@ -22,15 +22,41 @@ What a client sees, as on nats-server 2.15.1:
   stream and ``active: -1``); a missing origin sets ``error`` (404/10059) and retries after
   ``2 s + 10 s × failures`` (at most 2 min) plus 150 ms; a deleted origin is noticed by the
   10 s health check; a source whose origin was re-created (new identity) starts over from its
-  configured start; each attempt counts as one API request (an error when it fails), each link
-  removal as one failed consumer delete, and a live link counts one consumer in account info.
+  configured start; each attempt counts as one API request (an error when it fails).
+* **limits origins** — the consumer nats-server creates there is an ephemeral direct one that
+  no consumer list shows: a live link counts one consumer in account info and announces its
+  create; removing a link counts one failed consumer delete (nats-server asks for the stable
+  name, the consumer got a random suffix) and the consumer lingers 10 s in account info.
+* **work-queue and interest origins** — nats-server upgrades the request to a durable consumer,
+  and so does the link: a real :class:`~minijs.jetstream.consumer.Consumer` on the origin
+  called ``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>`` (no suffix), ``ack_policy: flow_control``,
+  ``sourcing``, a ``$JS.M.<8>`` / ``$JS.S.<8>`` deliver subject, the follower in its metadata
+  (``_nats.mirror.stream``/``.acc``, ``_nats.src.…``), the follower's start and filters. The
+  link stays its ``feeder`` (the consumer pushes nothing, shows ``push_bound``), records each
+  message it read as delivered and acks them all at the next flow-control tick (1 s after the
+  first unacked one, or at once when ``max_ack_pending`` are unacked), so the origin removes a
+  message once this consumer and every other one still interested are done with it. Every
+  setup finds the consumer again (it survives restarts on file origins) and resets it to its
+  ack floor, as nats-server does; what the target already holds is delivered and acked again,
+  never copied twice. Deleting the follower, removing the source by an update or promoting
+  the mirror deletes the consumer (an API success). A consumer deleted by ``CONSUMER.DELETE``
+  is noticed like a deleted origin (the health check sets a new one up).
+* **a given consumer** (``consumer: {name, deliver_subject}``, any origin) — the application's
+  durable push consumer is used the same way instead (nats-server resets it, ``CONSUMER.RESET``,
+  and binds its deliver subject): the link reads what that consumer's filters select from its
+  ack floor on, a mirror skipping what it holds. One that is not ``flow_control`` acked is the
+  link's ``error`` (400/10214 mirror, 10217 source), retried with backoff; a missing one is
+  waited for without an error (polled every 2 s). The source's index name, and so its
+  ``Nats-Stream-Source`` header, becomes ``<origin>:C=<hash of the consumer name>``. It is
+  never deleted by the follower, and none of this counts as API requests.
 
-Refused (500/10052 ``minijs does not support …``): ``external`` and durable sourcing
-``consumer`` entries (validation), and origins with interest or work-queue retention —
-nats-server follows those with durable flow-control consumers visible on the origin. An
-existing such origin is refused at create/update, one that appears later shows the refusal as
-the link's ``error`` (retried like a missing origin), and a followed stream may not be updated
-to interest retention.
+* **a limits origin updated to interest retention** while followed — the link keeps its
+  limits mode (nats-server keeps the ephemeral direct consumer it had): it counts as interest
+  for what its filters select (``interested``, asked by ``Stream._has_interest``), so those
+  messages are stored, and it never removes them; the next setup (a restart, a lost origin)
+  finds an interest stream and makes the durable consumer.
+
+Refused (500/10052 ``minijs does not support …``): ``external`` (validation).
 
 Invariants:
 
@@ -42,13 +68,18 @@ Invariants:
   metadata in the same commit as the message it copied, so a restart resumes with no gap and
   no duplicate; a source without that record finds its position in the newest
   ``Nats-Stream-Source`` header of its store, as nats-server does.
+* A work-queue or interest origin removes a message only after the target's commit that
+  holds it: the flow-control ack is taken after a commit of the target scheduled ahead of it,
+  and covers only what was delivered before the tick.
 * Links run on the server loop only; every delay (retries, backoff, stall detection, the
   linger of a removed link's consumer) is a timer on the server clock. Catch-up runs in chunks
   of :data:`CHUNK` messages per loop turn.
 * A stream followed by no link pays nothing beyond an empty-list test per published message.
 
 The module is given what it needs as :class:`ReplicationHost` (the engine) and works on the
-streams through their public surface; ``stream.py`` does not know it exists.
+streams through their public surface; ``stream.py`` does not know it exists. A durable
+consumer's delivery state (``pending``, ``sseq``/``dseq``, ``reset``, ``_ack_all``) is the one
+place it reaches into a consumer (``Link._delivered``, ``Link._ack_through``).
 """
 from __future__ import annotations
 
@@ -60,12 +91,12 @@ from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import Advisories, new_id
-from minijs.jetstream.configs import UNSUPPORTED_ORIGIN
 from minijs.jetstream.store.base import StoredMessage, subject_matches
-from minijs.jetstream.transform import SubjectTransform
+from minijs.core.transform import SubjectTransform
 
 if TYPE_CHECKING:
     from minijs.clock import Clock, Timer
+    from minijs.jetstream.consumer import Consumer
     from minijs.jetstream.configs import StreamConfig
     from minijs.jetstream.stream import Stream
     from minijs.log import Logger
@@ -109,14 +140,18 @@ def backoff(fails: int) -> float:
 
 
 def index_name(src: dict) -> str:
-    """``composeIName``: ``<name> <filters> <destinations>`` (``\\f``-joined for several
-    transforms, ``>`` for empty ones). Identifies a source; its parts make the source header."""
+    """``composeIName``: ``<name>[:C=<hash of the consumer>] <filters> <destinations>``
+    (``\\f``-joined for several transforms, ``>`` for empty ones). Identifies a source; its
+    parts make the source header."""
     trs = src.get("subject_transforms") or []
+    name = src["name"]
+    if src.get("consumer"):
+        name += ":C=" + get_hash(src["consumer"]["name"])
     if not trs:
-        return " ".join([src["name"], src.get("filter_subject") or ">", ">"])
+        return " ".join([name, src.get("filter_subject") or ">", ">"])
     sources = "\f".join(t.get("src") or ">" for t in trs)
     dests = "\f".join(t.get("dest") or ">" for t in trs)
-    return " ".join([src["name"], sources, dests])
+    return " ".join([name, sources, dests])
 
 
 def _remove_header(hdr: bytes | None, name: bytes, prefix: bool = False) -> bytes | None:
@@ -146,6 +181,9 @@ class ReplicationHost(Protocol):
     clock: "Clock"
     log: "Logger"
     advisories: Advisories
+
+    #: The account the engine serves (in consumer names, metadata and log lines).
+    account_name: str
 
     def lookup(self, name: str) -> "Stream | None":
         """The live stream called ``name``, or None."""
@@ -182,7 +220,11 @@ class Link:
                             for t in trs]
         else:
             self.filters = [(spec.get("filter_subject") or None, None)]
-        self._single = self.filters[0][0] if len(self.filters) == 1 else None
+        #: the origin subjects read (the given consumer's filters when ``consumer`` is set)
+        self.rfilters: list[str | None] = [f for f, _ in self.filters]
+        self._single = self.rfilters[0] if len(self.rfilters) == 1 else None
+        #: ``consumer``: the durable consumer the application made for this link (by name)
+        self.given: str = (spec.get("consumer") or {}).get("name", "")
         self.sseq = 0
         #: sources: the origin sequence of the last message stored (duplicates dropped are not):
         #: what info reports as ``seq`` and what a restart resumes after
@@ -201,6 +243,11 @@ class Link:
         self.direct = False      # a mirror serving DIRECT.GET of its origin
         #: name of the origin's consumer nats-server would have created for this link
         self.consumer_name = ""
+        #: work-queue and interest origins: the origin's durable sourcing consumer this link
+        #: delivers through and acks (None for limits origins, which see no real consumer)
+        self.durable: "Consumer | None" = None
+        self._ack_timer: "Timer | None" = None
+        self._ack_due = False  # a flow-control ack waits for the next turn
         self.closed = False
         self._timer: "Timer | None" = None
         self._pumping = False
@@ -222,6 +269,19 @@ class Link:
         self.closed = True
         self._cancel_timer()
         self._unfollow()
+        self._release()
+
+    def _release(self) -> None:
+        """Stop feeding the origin's durable consumer (it stays on the origin)."""
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        c = self.durable
+        self.durable = None
+        if c is not None and c.feeder is self:
+            c.feeder = None
+            if not c.closed and not c.active:
+                c._start_delete_timer()  # its inactivity threshold counts from now
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -271,13 +331,6 @@ class Link:
             self.fails += 1
             self._retry_later(failed=True)
             return
-        if origin.config.retention != "limits":
-            # nats-server would follow it with a durable flow-control consumer: refused
-            self.host.count_api(True)
-            self.err = E.unsupported_feature(UNSUPPORTED_ORIGIN).to_json()
-            self.fails += 1
-            self._retry_later(failed=True)
-            return
         if not self.mirror:
             ident = stream_identity(origin.created)
             if self.ident and self.ident != ident:
@@ -290,21 +343,216 @@ class Link:
                 self._retry_later(failed=False)
                 return
             self.ident = ident
-        self.host.count_api(False)
+        self._release()
+        floor = 0
+        if self.given:
+            durable = origin.consumers.get(self.given)
+            if durable is None or durable.closed:
+                # nats-server waits for it (a probe on its deliver subject): no error shown
+                self._retry_later(failed=False)
+                return
+            if durable.config.ack_policy != "flow_control":
+                self.err = (E.mirror_consumer_requires_ack_fc() if self.mirror
+                            else E.source_consumer_requires_ack_fc()).to_json()
+                self.fails += 1
+                self._retry_later(failed=True)
+                return
+            durable.feeder = self
+            durable.reset(0)  # CONSUMER.RESET: back to its ack floor
+            self.durable = durable
+            self.consumer_name = durable.name
+            self.rfilters = list(durable.filters) or [None]
+            self._single = self.rfilters[0] if len(self.rfilters) == 1 else None
+            floor = durable.sseq
+            created = False
+        elif origin.config.retention != "limits":
+            try:
+                durable, created = self._durable_consumer(origin)
+            except E.ApiError as exc:
+                self.host.count_api(True)
+                self.err = exc.to_json()
+                self.fails += 1
+                self._retry_later(failed=True)
+                return
+            # nats-server resets a sourcing consumer to its ack floor at every setup
+            durable.feeder = self
+            durable.reset(0)
+            self.durable = durable
+            self.consumer_name = durable.name
+            floor = durable.sseq
+        else:
+            created = True
+            self.consumer_name = self.owner.consumer_name(self)
+        if not self.given:
+            self.host.count_api(False)
         self.err = None
         self.fails = 0
         self.origin = origin
         origin.followers.append(self)
         self.connected = True
         self.connected_at = self.last_seen = self.clock.time_ns()
-        self.consumer_name = self.owner.consumer_name(self)
-        self.host.advisories.consumer_action(self.name, self.consumer_name, "create")
+        if created:
+            self.host.advisories.consumer_action(self.name, self.consumer_name, "create")
         if self.mirror:
-            self._position_mirror(origin)
+            self._position_mirror(origin, floor)
         else:
-            self._position_source(origin)
+            self._position_source(origin, floor)
+        if self.durable is not None:
+            # what the target already holds (stored before a restart or a reconnect) counts
+            # as delivered again and is acked at the next flow-control tick
+            for sm in self._iter_matching(self.durable.sseq):
+                if sm.seq >= self._scan:
+                    break
+                self._delivered(sm.seq)
         self.rc = False
         self.wake()
+
+    # ------------------------------------------------------------------ durable consumer
+
+    def _durable_consumer(self, origin: "Stream") -> "tuple[Consumer, bool]":
+        """The origin's durable sourcing consumer for this link (``JS_MIRROR_<hash>`` /
+        ``JS_SRC_<hash>``), created as nats-server upgrades the direct consumer a mirror or
+        source asks for on a work-queue or interest stream: durable, ``flow_control`` acks, no
+        ack wait, no inactivity threshold. An existing one (after a restart, a reconnect) is
+        kept with its config and state. Returns it and whether it was created."""
+        from minijs.jetstream import consumer_config as C
+        from minijs.jetstream.consumer import Consumer
+
+        name = self.owner.stable_consumer_name(self)
+        existing = origin.consumers.get(name)
+        if existing is not None and not existing.closed:
+            return existing, False
+        cfg = C.ConsumerConfig(durable_name=name, name=name, ack_policy="flow_control",
+                               flow_control=True, idle_heartbeat=int(HEARTBEAT * _NS),
+                               sourcing=True)
+        kind = "mirror" if self.mirror else "src"
+        cfg.deliver_subject = f"$JS.{'M' if self.mirror else 'S'}.{C.generate_consumer_name()}"
+        cfg.metadata = {f"_nats.{kind}.stream": self.target.name,
+                        f"_nats.{kind}.acc": self.host.account_name}
+        if getattr(self.host, "domain", ""):
+            cfg.metadata[f"_nats.{kind}.domain"] = self.host.domain
+        self._start_options(cfg, origin)
+        trs = self.spec.get("subject_transforms") or []
+        if self.spec.get("filter_subject"):
+            cfg.filter_subject = self.spec["filter_subject"]
+        if trs:
+            srcs = [t.get("src") or "" for t in trs]
+            if not cfg.filter_subject and len(srcs) == 1:
+                cfg.filter_subject = srcs[0]
+            else:
+                cfg.filter_subjects = srcs
+        cfg = C.finalize_new(C.validate_and_default(cfg, origin.config))
+        consumer = Consumer(origin, name, cfg)
+        consumer.feeder = self
+        origin.consumers[name] = consumer
+        consumer.start()
+        return consumer, True
+
+    def _start_options(self, cfg: Any, origin: "Stream") -> None:
+        """The start of the consumer nats-server asks for (``setupMirrorConsumer`` /
+        ``setupSourceConsumer``)."""
+        spec = self.spec
+        tst = self.target.store
+        if self.mirror:
+            if tst.msgs == 0 and tst.first_seq == 0:
+                if spec.get("opt_start_seq"):
+                    cfg.deliver_policy, cfg.opt_start_seq = "by_start_sequence", spec["opt_start_seq"]
+                elif spec.get("opt_start_time") is not None:
+                    cfg.deliver_policy = "by_start_time"
+                    cfg.opt_start_time = int(spec["opt_start_time"])
+            else:
+                cfg.deliver_policy, cfg.opt_start_seq = "by_start_sequence", tst.last_seq + 1
+            return
+        if self.sseq > 0:
+            cfg.deliver_policy, cfg.opt_start_seq = "by_start_sequence", self.sseq + 1
+        elif spec.get("opt_start_seq"):
+            cfg.deliver_policy, cfg.opt_start_seq = "by_start_sequence", spec["opt_start_seq"]
+        elif spec.get("opt_start_time") is not None:
+            when = int(spec["opt_start_time"])
+            if tst.last_ts and when < tst.last_ts:
+                when = tst.last_ts
+            cfg.deliver_policy, cfg.opt_start_time = "by_start_time", when
+        elif tst.first_seq > 1 and tst.last_ts and not self.rc:
+            cfg.deliver_policy, cfg.opt_start_time = "by_start_time", tst.last_ts
+
+    def _delivered(self, seq: int) -> None:
+        """Record origin message ``seq`` as delivered by the durable consumer (the link read
+        it), and make sure a flow-control ack follows."""
+        c = self.durable
+        if c is None:
+            return
+        if c.closed:
+            self._consumer_lost()
+            return
+        if seq < c.sseq:
+            return
+        now = self.clock.time_ns()
+        # [consumer seq, deadline, timestamp]: flow-control acks have no ack wait
+        c.pending[seq] = [c.dseq, now + 22 * 3600 * _NS, now]
+        c.dseq += 1
+        c.sseq = seq + 1
+        c.delivered_at = now
+        c._npc_valid = False
+        c._changed()
+        if len(c.pending) >= max(c.config.max_ack_pending, 1):
+            # nats-server sends a flow-control request at once when max_ack_pending is reached
+            if not self._ack_due:
+                self._cancel_ack_timer()
+                self._ack_tick()
+        elif self._ack_timer is None and not self._ack_due:
+            self._ack_timer = self.clock.call_later(HEARTBEAT, self._ack_tick)
+
+    def _cancel_ack_timer(self) -> None:
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+
+    def _ack_tick(self) -> None:
+        """A flow-control round trip: everything delivered so far is acked once the target's
+        commit that holds it is done (the ack runs after this turn's commits)."""
+        self._ack_timer = None
+        c = self.durable
+        if c is None or not c.pending or self._ack_due:
+            return
+        self._ack_due = True
+        upto = max(c.pending)
+        dseq = c.pending[upto][0]
+        self.host.mark_dirty(self.target)
+        self.host.soon(lambda: self._ack_through(c, upto, dseq))
+
+    def _ack_through(self, c: "Consumer", sseq: int, dseq: int) -> None:
+        self._ack_due = False
+        if c is not self.durable or c.closed:
+            return
+        before = len(c.pending)
+        c._ack_all(sseq, dseq)
+        if before > len(c.pending) >= max(c.config.max_ack_pending, 1):
+            self._cancel_ack_timer()
+            self._ack_tick()
+        elif c.pending and self._ack_timer is None:
+            self._ack_timer = self.clock.call_later(HEARTBEAT, self._ack_tick)
+
+    def interested(self, subject: str) -> bool:
+        """Does this link's consumer make ``subject`` interesting on an interest origin? Only a
+        limits-mode link counts here (its origin was updated to interest retention while it
+        followed: the ephemeral direct consumer nats-server made still counts as interest and
+        never removes anything); a durable consumer is one of the origin's consumers."""
+        return (self.connected and self.durable is None
+                and any(subject_matches(f, subject) for f in self.rfilters))
+
+    def _durable_lost(self) -> bool:
+        """Was the durable consumer deleted under the link? (Then handle it.)"""
+        c = self.durable
+        if c is not None and c.closed:
+            self._consumer_lost()
+            return True
+        return False
+
+    def _consumer_lost(self) -> None:
+        """The durable consumer was deleted under the link (``CONSUMER.DELETE``): like a lost
+        origin, the health check sets the link up again (with a new consumer)."""
+        self._release()
+        self.origin_gone()
 
     @staticmethod
     def _delivered_before(start: int) -> int:
@@ -317,7 +565,8 @@ class Link:
             return st.first_seq
         return st.last_seq + 1 if st.last_seq else 1
 
-    def _position_mirror(self, origin: "Stream") -> None:
+    def _position_mirror(self, origin: "Stream", floor: int = 0) -> None:
+        """``floor``: the durable consumer's next sequence (nothing below it is delivered)."""
         tst = self.target.store
         spec = self.spec
         if tst.msgs == 0 and tst.first_seq == 0:
@@ -329,6 +578,9 @@ class Link:
                 start = self._first_origin_seq(origin)
         else:
             start = tst.last_seq + 1
+        if self.given and tst.msgs == 0 and tst.first_seq == 0:
+            start = floor  # the given consumer decides where to start
+        start = max(start, floor)
         delivered = self._delivered_before(start)
         last = tst.last_seq
         if last < delivered:
@@ -340,10 +592,12 @@ class Link:
         self.sseq = max(delivered, tst.last_seq)
         self._scan = self.sseq + 1
 
-    def _position_source(self, origin: "Stream") -> None:
+    def _position_source(self, origin: "Stream", floor: int = 0) -> None:
         spec = self.spec
         tst = self.target.store
-        if self.sseq == 0:
+        if self.sseq == 0 and self.given:
+            start = floor  # the given consumer decides where to start
+        elif self.sseq == 0:
             if spec.get("opt_start_seq"):
                 start = spec["opt_start_seq"]
             elif spec.get("opt_start_time") is not None:
@@ -357,6 +611,7 @@ class Link:
                 start = self._first_origin_seq(origin)
         else:
             start = self.sseq + 1
+        start = max(start, floor)
         self.sseq = max(self.sseq, self._delivered_before(start))
         self._scan = start
 
@@ -364,7 +619,7 @@ class Link:
 
     def wake(self) -> None:
         """The origin committed new messages (or the link just connected): copy them."""
-        if not self.connected or self.closed:
+        if not self.connected or self.closed or self._durable_lost():
             return
         if self._pumping:
             self._again = True
@@ -382,14 +637,14 @@ class Link:
         if origin is None:
             return None
         store = origin.store
-        if self._single is not None or len(self.filters) == 1:
+        if len(self.rfilters) == 1:
             return store.load_next(self._scan, self._single)
         seq = self._scan
         while True:
             sm = store.load_next(seq)
             if sm is None:
                 return None
-            for filt, _ in self.filters:
+            for filt in self.rfilters:
                 if subject_matches(filt, sm.subject):
                     return sm
             seq = sm.seq + 1
@@ -453,16 +708,19 @@ class Link:
         except E.ApiError as exc:
             self.host.log.warn(
                 f"Error processing inbound {'mirror' if self.mirror else 'source'} message for "
-                f"'$G > {target.name}' from '{self.name}': {exc.description}")
+                f"'{self.host.account_name} > {target.name}' from '{self.name}': "
+                f"{exc.description}")
             # nats-server drops this consumer (it lingers on the origin until its inactivity
             # threshold) and sets up a new one at the same message
-            if self.connected:
+            if self.connected and self.durable is None:
                 self.owner.linger(self.name, self.consumer_name)
             self._unfollow()
             self._retry_later(failed=False)
             return False
         self.sseq = sm.seq
         self._scan = sm.seq + 1
+        if self.durable is not None:
+            self._delivered(sm.seq)
         return True
 
     def _source_header(self, sm: StoredMessage) -> str:
@@ -479,7 +737,7 @@ class Link:
         store = origin.store
         if seq >= store.last_seq:
             return 0
-        if len(self.filters) == 1:
+        if len(self.rfilters) == 1:
             return store.num_pending(seq + 1, self._single)
         return sum(1 for _ in self._iter_matching(seq + 1))
 
@@ -489,7 +747,7 @@ class Link:
             sm = store.load_next(seq)
             if sm is None:
                 return
-            if any(subject_matches(f, sm.subject) for f, _ in self.filters):
+            if any(subject_matches(f, sm.subject) for f in self.rfilters):
                 yield sm
             seq = sm.seq + 1
 
@@ -529,6 +787,7 @@ class Link:
 
     def info(self) -> dict:
         """``StreamSourceInfo`` as nats-server 2.15.1 emits it."""
+        self._durable_lost()
         out: dict[str, Any] = {"name": self.name, "lag": self.lag}
         if not self.mirror and self.stored:
             out["seq"] = self.stored
@@ -588,9 +847,11 @@ class Replicator:
         if deleted:
             # the consumers of its followers, live or lingering, go with it
             for follower in list(stream.followers):
-                if follower.connected:
+                if follower.connected and follower.durable is None:
+                    # (a durable consumer is announced with the origin's own consumers)
                     self.host.advisories.consumer_action(stream.name, follower.consumer_name,
                                                          "delete")
+                follower._release()
                 follower.origin_gone()
             for consumer, timer in self._lingering.pop(stream.name, []):
                 timer.cancel()
@@ -609,10 +870,11 @@ class Replicator:
                     self._remove(link)
             links = [ln for ln in links if not ln.mirror]
         new_sources = cfg.sources or []
-        old_keys = {self._consumer_key(s, old.sources or []) for s in old.sources or []}
-        new_keys = {self._consumer_key(s, new_sources) for s in new_sources}
-        for _ in old_keys - new_keys:
-            self.host.count_api(True)  # the best-effort consumer delete nats-server sends
+        old_keys = {self._consumer_key(s, old.sources or []) for s in old.sources or []
+                    if not s.get("consumer")}
+        new_keys = {self._consumer_key(s, new_sources) for s in new_sources
+                    if not s.get("consumer")}
+        removed_keys = old_keys - new_keys
         by_iname = {ln.iname: ln for ln in links if not ln.mirror}
         added: list[Link] = []
         for src in new_sources:
@@ -624,9 +886,21 @@ class Replicator:
             else:
                 link.spec = src
             keep.append(link)
+        deleted = 0
         for link in by_iname.values():
-            self._remove(link, count=False)  # counted with the consumer deletes above
+            live = link.connected and link.durable is None
+            link.stop()
+            if link.given:
+                pass  # the application's consumer: no delete request
+            elif self._delete_durable(link):
+                deleted += 1
+            elif live:
+                self.linger(link.name, link.consumer_name)
             self.forget_position(link)
+        # the best-effort consumer deletes nats-server sends, one per removed consumer key:
+        # successes for durable consumers it found, errors otherwise
+        for i, _ in enumerate(removed_keys):
+            self.host.count_api(i >= deleted)
         keep = [ln for ln in links if ln.mirror] + keep
         if keep:
             self.links[stream.name] = keep
@@ -652,29 +926,59 @@ class Replicator:
 
     # ------------------------------------------------------------------ accounting
 
-    def consumer_name(self, link: Link) -> str:
-        """``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>`` (stable per stream, with the index name
-        when one origin is sourced twice) plus the random suffix nats-server gives the direct
-        consumer of a limits stream."""
-        stable = get_hash(f"{link.target.name} $G")
-        suffix = get_hash(new_id())
+    def stable_consumer_name(self, link: Link) -> str:
+        """``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>``: stable per stream, with the index name
+        when one origin is sourced twice (the durable consumer's name on a work-queue or
+        interest origin)."""
+        stable = f"{link.target.name} {self.host.account_name}"
+        domain = getattr(self.host, "domain", "")
+        if domain:
+            stable += " " + domain
+        stable = get_hash(stable)
         if link.mirror:
-            return f"JS_MIRROR_{stable}-{suffix}"
+            return f"JS_MIRROR_{stable}"
         name, iname = self._consumer_key(link.spec, link.target.config.sources or [])
         key = f"{stable} {iname}" if iname else stable
-        return f"JS_SRC_{get_hash(key)}-{suffix}"
+        return f"JS_SRC_{get_hash(key)}"
+
+    def consumer_name(self, link: Link) -> str:
+        """The stable name plus the random suffix nats-server gives the direct consumer of a
+        limits stream."""
+        return f"{self.stable_consumer_name(link)}-{get_hash(new_id())}"
 
     def _remove(self, link: Link, *, count: bool = True) -> None:
         """Stop a link whose stream (or config entry) goes away. nats-server asks the origin
-        to delete the consumer under its stable name, which fails (the consumer of a limits
-        stream got a random suffix): one API error, and the consumer stays until its 10 s
+        to delete the consumer under its stable name: that deletes the durable consumer of a
+        work-queue or interest origin (an API success), and fails for a limits stream (whose
+        consumer got a random suffix): one API error, and the consumer stays until its 10 s
         inactivity threshold."""
-        live = link.connected
+        live = link.connected and link.durable is None
         link.stop()
-        if count:
-            self.host.count_api(True)
+        if link.given:
+            return  # a consumer given in the config is the application's: left alone
         if live:
+            if count:
+                self.host.count_api(True)
             self.linger(link.name, link.consumer_name)
+            return
+
+        def delete() -> None:
+            # (the request nats-server sends once the stream is gone: its advisory comes after)
+            deleted = self._delete_durable(link)
+            if count:
+                self.host.count_api(not deleted)
+        self.host.soon(delete)
+
+    def _delete_durable(self, link: Link) -> bool:
+        """Delete the origin's consumer under the link's stable name, if there is one."""
+        origin = self.host.lookup(link.name)
+        if origin is None or origin.closed:
+            return False
+        consumer = origin.consumers.get(self.stable_consumer_name(link))
+        if consumer is None or not consumer.config.sourcing:
+            return False
+        origin.remove_consumer(consumer)
+        return True
 
     def linger(self, origin: str, consumer: str) -> None:
         """The origin keeps the link's consumer until its 10 s inactivity threshold."""
@@ -693,8 +997,10 @@ class Replicator:
             self.host.advisories.consumer_action(origin, entry[0], "delete")
 
     def num_consumers(self) -> int:
-        """Consumers on origins that account info counts for links."""
-        live = sum(1 for links in self.links.values() for ln in links if ln.connected)
+        """Consumers on origins that account info counts for links (durable ones are counted
+        with their origin's consumers)."""
+        live = sum(1 for links in self.links.values() for ln in links
+                   if ln.connected and ln.durable is None)
         return live + sum(len(t) for t in self._lingering.values())
 
     @staticmethod
@@ -769,10 +1075,6 @@ class Replicator:
         if sources:
             out["sources"] = sources
         return out
-
-    def followed(self, origin_name: str) -> bool:
-        """Does any link follow (or wait for) a stream called ``origin_name``?"""
-        return any(link.name == origin_name for links in self.links.values() for link in links)
 
     def direct_mirror(self, origin_name: str) -> "Stream | None":
         """A mirror of ``origin_name`` serving its DIRECT.GET (``mirror_direct``, caught up)."""

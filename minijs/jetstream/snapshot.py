@@ -274,7 +274,7 @@ class RestoreReceiver:
 
     def _stalled(self) -> None:
         self._timer = None
-        self.js.log.warn(f"restore for stream '$G > {self.cfg.name}' is stalled")
+        self.js.log.warn(f"restore for stream '{self.js.account_name} > {self.cfg.name}' is stalled")
         self._close()
 
     def _close(self) -> None:
@@ -290,7 +290,7 @@ class RestoreReceiver:
         if self._sub is None:
             return
         if not reply:
-            self.js.log.warn(f"restore for stream '$G > {self.cfg.name}' requires reply "
+            self.js.log.warn(f"restore for stream '{self.js.account_name} > {self.cfg.name}' requires reply "
                              f"subject for each chunk")
             self._close()
             return

@@ -21,7 +21,8 @@ subject delete markers), as nats-server's store callbacks and ``purgeLocked`` do
 of a message does not grow with idle consumers.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
-has ``followers`` (objects with ``wake()``), woken after its new messages are committed, and a
+has ``followers`` (objects with ``wake()`` and ``interested(subject)``, which interest
+retention asks beside the consumers), woken after its new messages are committed, and a
 followed-into stream stores what they bring with :meth:`Stream.store_replicated`. A stream with
 no followers pays one empty-list test per published message for this.
 """
@@ -73,7 +74,7 @@ class StreamOwner(Protocol):
 
     #: ``jetstream { max_buffered_size }`` (0: nats-server's default, never reached here).
     max_buffered_size: int
-    #: The account's name in log lines (``$G``).
+    #: The account's name in log lines (``$G`` without an accounts block).
     account_name: str
 
     def log_limit(self, key: str, text: str, *, error: bool) -> None:
@@ -181,8 +182,8 @@ class Stream:
         self.batches: Any = None
         #: Fast batches in flight (``fastbatch.FastBatches``), made on the first ``.$FI`` reply.
         self.fast_batches: Any = None
-        #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``),
-        #: woken once new messages are committed.
+        #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``
+        #: and ``interested(subject)``), woken once new messages are committed.
         self.followers: list[Any] = []
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
@@ -201,7 +202,7 @@ class Stream:
                             + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
-            from minijs.jetstream.transform import SubjectTransform
+            from minijs.core.transform import SubjectTransform
             self._transform = SubjectTransform(cfg.subject_transform.get("src", ""),
                                                cfg.subject_transform["dest"])
         if not cfg.allow_batched and getattr(self, "fast_batches", None) is not None:
@@ -210,7 +211,7 @@ class Stream:
             self.schedules = _schedules.MsgSchedules(self)
         self._republish = None
         if cfg.republish and cfg.republish.get("dest"):
-            from minijs.jetstream.transform import SubjectTransform
+            from minijs.core.transform import SubjectTransform
             self._republish = SubjectTransform(cfg.republish.get("src", "") or ">",
                                                cfg.republish["dest"])
 
@@ -678,8 +679,14 @@ class Stream:
                         raise E.max_bytes_exceeded()
 
     def _has_interest(self, subject: str) -> bool:
-        """Interest retention: does any consumer's filter match ``subject``?"""
-        return bool(self.consumers) and bool(self.interested(subject))
+        """Interest retention: does any consumer's filter match ``subject``? (A follower
+        counts too while it follows with a consumer that is not in ``consumers``.)"""
+        if self.consumers and self.consumers_of(subject):
+            return True
+        for follower in self.followers:
+            if follower.interested(subject):
+                return True
+        return False
 
     def _do_republish(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int) -> None:
         dest = self._republish.apply(subject)
@@ -768,7 +775,7 @@ class Stream:
         self._unfiltered = [c for c in self.consumers.values() if not c.filters]
         self._signal_version = self.consumers.version
 
-    def interested(self, subject: str) -> list[Any]:
+    def consumers_of(self, subject: str) -> list[Any]:
         """The consumers whose filter takes ``subject``: the unfiltered ones, then the
         filtered ones (from the index ``_release_signals`` keeps)."""
         if self._signal_version != self.consumers.version:
@@ -914,7 +921,8 @@ class Stream:
             holders = self.holders
             if holders:
                 for consumer in list(holders):
-                    if consumer.closed or not (consumer.pending or consumer.rdc):
+                    if consumer.closed or not (consumer.pending or consumer.rdc
+                                               or consumer.feeder is not None):
                         holders.pop(consumer, None)
                         consumer._holding = False
                     else:

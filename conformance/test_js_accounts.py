@@ -1,0 +1,325 @@
+"""JetStream in configured accounts (``accounts { A: { jetstream: enabled } }``): each account
+with JetStream has its own streams, consumers, limits and API counters; an account without it
+(the global account too, once accounts are configured) answers every API request 503/10039;
+file streams live under ``<store_dir>/jetstream/<account>/streams/<name>`` and come back in
+their account after a restart; ``/jsz``, ``/varz`` and ``/healthz`` report per account."""
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.helpers import SpawnFn
+from conformance.jshelpers import JsClient, wait_for
+
+ACCOUNTS = """
+accounts {
+  A: { jetstream: enabled, users: [ {user: a, password: a} ] }
+  B: { users: [ {user: b, password: b} ] }
+  C: { jetstream: { max_mem: 1M, max_file: 1M, max_streams: 2, max_consumers: 3 },
+       users: [ {user: c, password: c} ] }
+}
+"""
+NOT_ENABLED = {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}
+U64_MAX = (1 << 64) - 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(port: int, path: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def start(spawn: SpawnFn, store: Path, *, extra: str = "", http: int | None = None) -> Any:
+    conf = f'jetstream {{\n store_dir: "{store}"\n {extra}\n}}\n' + ACCOUNTS
+    if http is not None:
+        conf += f"http_port: {http}\n"
+    return spawn(config=conf)
+
+
+def login(srv: Any, user: str) -> JsClient:
+    return JsClient.connect(srv, user=user, **{"pass": user})
+
+
+def test_js_accounts_api_in_an_account_without_jetstream(target: str, spawn: SpawnFn,
+                                                         tmp_path: Path) -> None:
+    """B has no JetStream: JSON endpoints answer 503/10039 with their usual error fields (a
+    consumer create body is checked first), stepdowns 503/10010, DIRECT.GET and MSG.NEXT get
+    no responders, an unknown endpoint nothing; INFO still advertises JetStream."""
+    srv = start(spawn, tmp_path / "sd")
+    js = login(srv, "b")
+    try:
+        assert js.raw.info.get("jetstream") is True
+        cases = {
+            "INFO": ("account_info_response", {}),
+            "STREAM.CREATE.S": ("stream_create_response", {}),
+            "STREAM.NAMES": ("stream_names_response",
+                             {"total": 0, "offset": 0, "limit": 0, "streams": None}),
+            "STREAM.LIST": ("stream_list_response",
+                            {"total": 0, "offset": 0, "limit": 0, "streams": []}),
+            "STREAM.INFO.S": ("stream_info_response", {"total": 0, "offset": 0, "limit": 0}),
+            "STREAM.PURGE.S": ("stream_purge_response", {"purged": 0}),
+            "STREAM.DELETE.S": ("stream_delete_response", {}),
+            "STREAM.MSG.GET.S": ("stream_msg_get_response", {}),
+            "CONSUMER.INFO.S.C": ("consumer_info_response", {}),
+            "CONSUMER.NAMES.S": ("consumer_names_response",
+                                 {"total": 0, "offset": 0, "limit": 0, "consumers": []}),
+            "CONSUMER.DELETE.S.C": ("consumer_delete_response", {}),
+        }
+        for suffix, (rtype, extras) in cases.items():
+            body = json.loads(js.request(f"$JS.API.{suffix}", b"").data)
+            assert body == {"type": f"io.nats.jetstream.api.v1.{rtype}", "error": NOT_ENABLED,
+                            **extras}, suffix
+        create = json.loads(js.request("$JS.API.CONSUMER.CREATE.S", b"{").data)
+        assert create["error"]["err_code"] == 10025
+        create = json.loads(js.request("$JS.API.CONSUMER.CREATE.S",
+                                       b'{"stream_name":"S","config":{}}').data)
+        assert create["error"] == NOT_ENABLED
+        unpin = json.loads(js.request("$JS.API.CONSUMER.UNPIN.S.C", b"{}").data)
+        assert unpin["error"]["description"] == "invalid JSON: consumer group not specified"
+        unpin = json.loads(js.request("$JS.API.CONSUMER.UNPIN.S.C", b'{"group":"g"}').data)
+        assert unpin["error"] == NOT_ENABLED
+        step = json.loads(js.request("$JS.API.STREAM.LEADER.STEPDOWN.S", b"").data)
+        assert step["error"]["err_code"] == 10010
+        for suffix in ("DIRECT.GET.S", "CONSUMER.MSG.NEXT.S.C"):
+            assert js.request(f"$JS.API.{suffix}", b'{"seq":1}').status == "503", suffix
+        with pytest.raises(TimeoutError):
+            js.request("$JS.API.NOPE", b"", timeout=0.5)
+    finally:
+        js.close()
+
+
+def test_js_accounts_streams_are_per_account(target: str, spawn: SpawnFn,
+                                             tmp_path: Path) -> None:
+    """A and C each create a stream ORDERS on the same subjects: a publish in one account lands
+    in that account's stream only, consumers and counts are per account, and account info
+    shows each account's own usage, limits and API counters."""
+    srv = start(spawn, tmp_path / "sd")
+    a, c = login(srv, "a"), login(srv, "c")
+    try:
+        for js in (a, c):
+            js.create("ORDERS", subjects=["orders.>"], storage="file")
+        for i in range(3):
+            a.pub_ok(f"orders.{i}", f"a{i}")
+        c.pub_ok("orders.x", "c0")
+        assert a.api("STREAM.INFO.ORDERS")["state"]["messages"] == 3
+        assert c.api("STREAM.INFO.ORDERS")["state"]["messages"] == 1
+        got = a.api("STREAM.MSG.GET.ORDERS", {"seq": 1})["message"]
+        assert got["subject"] == "orders.0"
+        got = c.api("STREAM.MSG.GET.ORDERS", {"seq": 1})["message"]
+        assert got["subject"] == "orders.x"
+        out = a.api("CONSUMER.CREATE.ORDERS.D", {"stream_name": "ORDERS",
+                                                 "config": {"durable_name": "D"}})
+        assert out["num_pending"] == 3
+        assert c.api("CONSUMER.NAMES.ORDERS")["consumers"] == []
+        info_a, info_c = a.api("INFO"), c.api("INFO")
+        assert (info_a["streams"], info_a["consumers"]) == (1, 1)
+        assert (info_c["streams"], info_c["consumers"]) == (1, 0)
+        assert info_a["limits"]["max_memory"] == -1
+        assert info_c["limits"] == {
+            "max_memory": 1000000, "max_storage": 1000000, "max_streams": 2,
+            "max_consumers": 3, "max_ack_pending": -1, "memory_max_stream_bytes": -1,
+            "storage_max_stream_bytes": -1, "max_bytes_required": False}
+        assert info_a["storage"] > info_c["storage"] > 0
+        assert a.api("STREAM.NAMES")["streams"] == ["ORDERS"]
+        a.api("STREAM.DELETE.ORDERS")
+        assert c.api("STREAM.INFO.ORDERS")["state"]["messages"] == 1
+    finally:
+        a.close()
+        c.close()
+
+
+def test_js_accounts_limits_of_an_account(target: str, spawn: SpawnFn, tmp_path: Path) -> None:
+    """C's ``max_streams``, ``max_consumers`` and ``max_mem`` are enforced with nats-server's
+    errors; A (no limits) is not bound by them."""
+    srv = start(spawn, tmp_path / "sd")
+    a, c = login(srv, "a"), login(srv, "c")
+    try:
+        c.create("S1", subjects=["s1"], storage="memory")
+        c.create("S2", subjects=["s2"], storage="memory")
+        third = c.api("STREAM.CREATE.S3", {"name": "S3", "subjects": ["s3"], "storage": "memory"})
+        assert third["error"] == {"code": 400, "err_code": 10027,
+                                  "description": "maximum number of streams reached"}
+        for n in ("S1", "S2", "S3"):
+            a.create(n, subjects=[n.lower()], storage="memory")
+        for i in range(3):
+            out = c.api(f"CONSUMER.CREATE.S1.D{i}", {"stream_name": "S1",
+                                                     "config": {"durable_name": f"D{i}"}})
+            assert "error" not in out, out
+        out = c.api("CONSUMER.CREATE.S1.D9", {"stream_name": "S1",
+                                              "config": {"durable_name": "D9"}})
+        assert out["error"]["err_code"] == 10026
+        big = c.api("STREAM.UPDATE.S2", {"name": "S2", "subjects": ["s2"], "storage": "memory",
+                                          "max_bytes": 2_000_000})
+        assert big["error"]["err_code"] == 10028
+        c.pub_ok("s2", "x" * 600_000)
+        full = json.loads(c.request("s2", "y" * 600_000).data)
+        assert full["error"]["err_code"] == 10002, full
+        assert c.api("STREAM.INFO.S2")["state"]["messages"] == 1
+    finally:
+        a.close()
+        c.close()
+
+
+def test_js_accounts_files_and_restart(target: str, spawn: SpawnFn, tmp_path: Path) -> None:
+    """File streams go to ``<store_dir>/jetstream/<account>/streams/<name>`` and come back in
+    their own account, with their messages and consumers, after a restart."""
+    store = tmp_path / "sd"
+    srv = start(spawn, store)
+    a, c = login(srv, "a"), login(srv, "c")
+    a.create("KEEP", subjects=["keep.>"], storage="file")
+    c.create("KEEP", subjects=["keep.>"], storage="file")
+    c.create("ONLYC", subjects=["only.>"], storage="file")
+    for i in range(2):
+        a.pub_ok(f"keep.{i}", f"a{i}")
+    c.pub_ok("keep.c", "c")
+    a.api("CONSUMER.CREATE.KEEP.D", {"stream_name": "KEEP", "config": {"durable_name": "D"}})
+    a.close()
+    c.close()
+    srv.stop()
+    root = store / "jetstream"
+    assert (root / "A" / "streams" / "KEEP").is_dir()
+    assert sorted(p.name for p in (root / "C" / "streams").iterdir()) == ["KEEP", "ONLYC"]
+    assert not (root / "B").exists() and not (root / "$G").exists()
+
+    srv = start(spawn, store)
+    a, c = login(srv, "a"), login(srv, "c")
+    try:
+        assert a.api("STREAM.INFO.KEEP")["state"]["messages"] == 2
+        assert a.api("CONSUMER.INFO.KEEP.D")["num_pending"] == 2
+        assert c.api("STREAM.INFO.KEEP")["state"]["messages"] == 1
+        assert a.api("STREAM.NAMES")["streams"] == ["KEEP"]
+        assert sorted(c.api("STREAM.NAMES")["streams"]) == ["KEEP", "ONLYC"]
+    finally:
+        a.close()
+        c.close()
+
+
+def test_js_accounts_monitoring(target: str, spawn: SpawnFn, tmp_path: Path) -> None:
+    """``/jsz`` sums every account and details each (its limits as reservations),
+    ``/varz`` counts the JetStream accounts, ``/healthz`` finds an account by its store
+    directory and ``/accountz`` says which accounts have JetStream."""
+    http = free_port()
+    srv = start(spawn, tmp_path / "sd", extra="max_mem: 10M", http=http)
+    a, c = login(srv, "a"), login(srv, "c")
+    try:
+        a.create("SA", subjects=["a.>"], storage="memory", max_bytes=1000)
+        c.create("SC", subjects=["c.>"], storage="file", max_bytes=1000)
+        a.pub_ok("a.1", "hello")
+        c.pub_ok("c.1", "hello")
+        _, jsz = get(http, "/jsz")
+        assert (jsz["accounts"], jsz["total"], jsz["streams"], jsz["messages"]) == (2, 2, 2, 2)
+        assert (jsz["reserved_memory"], jsz["reserved_storage"]) == (1000, 1000)
+        assert jsz["api"]["total"] == 2  # the two stream creates
+        _, jsz = get(http, "/jsz?accounts=true")
+        details = {d["name"]: d for d in jsz["account_details"]}
+        assert set(details) == {"A", "C"}
+        assert details["A"]["reserved_memory"] == U64_MAX
+        assert (details["C"]["reserved_memory"], details["C"]["reserved_storage"]) == \
+            (1000000, 1000000)
+        assert "stream_detail" not in details["A"]
+        _, jsz = get(http, "/jsz?acc=C&streams=true")
+        assert [d["name"] for d in jsz["account_details"]] == ["C"]
+        assert [s["name"] for s in jsz["account_details"][0]["stream_detail"]] == ["SC"]
+        _, varz = get(http, "/varz")
+        assert varz["jetstream"]["stats"]["accounts"] == 2
+        assert get(http, "/healthz?account=C&stream=SC") == (200, {"status": "ok"})
+        code, body = get(http, "/healthz?account=A")  # memory streams only: no directory
+        assert (code, body) == (404, {"status": "unavailable",
+                                      "error": 'JetStream account "A" not found'})
+        code, body = get(http, "/healthz?account=C&stream=NOPE")
+        assert (code, body["error"]) == (404, 'JetStream stream "NOPE" not found on account "C"')
+        _, acc = get(http, "/accountz?acc=A")
+        assert acc["account_detail"]["jetstream_enabled"] is True
+        _, acc = get(http, "/accountz?acc=B")
+        assert acc["account_detail"]["jetstream_enabled"] is False
+    finally:
+        a.close()
+        c.close()
+
+
+IMPORTED = """
+jetstream {}
+accounts {
+  A: { jetstream: enabled, users: [ {user: a, password: a} ],
+       exports: [ {service: "$JS.API.>", response_type: stream}, {service: "$JS.ACK.>"},
+                  {service: "orders.>"} ] }
+  B: { users: [ {user: b, password: b} ],
+       imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "JSA.API.>"},
+                  {service: {account: A, subject: "$JS.ACK.>"}},
+                  {service: {account: A, subject: "orders.>"}} ] }
+}
+"""
+
+
+def test_js_accounts_api_through_an_import(target: str, spawn: SpawnFn) -> None:
+    """B uses A's JetStream through imports (the pattern of a shared JetStream account): the
+    API under B's prefix, publishes with their acks, a pull whose messages keep their stored
+    subject on the way back, and acks; the stream and its consumer live in A."""
+    srv = spawn(config=IMPORTED)
+    b = login(srv, "b")
+    a = login(srv, "a")
+    try:
+        created = json.loads(b.request("JSA.API.STREAM.CREATE.ORDERS", json.dumps(
+            {"name": "ORDERS", "subjects": ["orders.>"], "storage": "memory"})).data)
+        assert created["config"]["name"] == "ORDERS", created
+        for i in range(3):
+            ack = json.loads(b.request(f"orders.{i}", f"o{i}").data)
+            assert ack == {"stream": "ORDERS", "seq": i + 1}
+        assert a.api("STREAM.INFO.ORDERS")["state"]["messages"] == 3
+        consumer = json.loads(b.request("JSA.API.CONSUMER.CREATE.ORDERS.D", json.dumps(
+            {"stream_name": "ORDERS", "config": {"durable_name": "D",
+                                                 "ack_policy": "explicit"}})).data)
+        assert consumer["name"] == "D", consumer
+        b.send("JSA.API.CONSUMER.MSG.NEXT.ORDERS.D", {"batch": 3, "expires": 2_000_000_000},
+               reply=b.new_reply())
+        # delivered to the request's reply subject, under the subject each was stored with
+        got = [b.next_msg(f"orders.{i}") for i in range(3)]
+        assert [(m.subject, m.data) for m in got] == [(f"orders.{i}", f"o{i}".encode())
+                                                      for i in range(3)]
+        assert got[0].reply.startswith("$JS.ACK.ORDERS.D.1.1.1.")
+        assert b.request(got[0].reply, b"+ACK").data == b""  # an ack with a reply is confirmed
+        info = wait_for(lambda: (lambda i: i if i["num_ack_pending"] == 2 else None)(
+            a.api("CONSUMER.INFO.ORDERS.D")))
+        assert info["ack_floor"]["stream_seq"] == 1
+        # a filter subject in the request subject keeps its ">" through the import's mapping
+        filtered = json.loads(b.request("JSA.API.CONSUMER.CREATE.ORDERS.F.orders.>", json.dumps(
+            {"stream_name": "ORDERS", "config": {"name": "F", "filter_subject": "orders.>"}}
+        )).data)
+        assert filtered["config"]["filter_subject"] == "orders.>", filtered
+        assert json.loads(b.request("$JS.API.INFO", b"").data)["error"] == NOT_ENABLED
+    finally:
+        a.close()
+        b.close()
+
+
+def test_js_accounts_work_queue_mirror_names_its_account(target: str, spawn: SpawnFn,
+                                                         tmp_path: Path) -> None:
+    """A mirror of a work-queue stream in account C: the durable sourcing consumer on the
+    origin hashes C into its name and names C in its metadata."""
+    srv = start(spawn, tmp_path / "sd")
+    c = login(srv, "c")
+    try:
+        c.create("WQ", subjects=["wq.>"], retention="workqueue", storage="memory")
+        out = c.api("STREAM.CREATE.M", {"name": "M", "mirror": {"name": "WQ"},
+                                        "storage": "memory"})
+        assert "error" not in out, out
+        listed = wait_for(lambda: c.api("CONSUMER.LIST.WQ")["consumers"], timeout=10)
+        assert listed[0]["name"] == "JS_MIRROR_2LaIgioN"  # the hash of "M C"
+        meta = listed[0]["config"]["metadata"]
+        assert (meta["_nats.mirror.acc"], meta["_nats.mirror.stream"]) == ("C", "M")
+    finally:
+        c.close()

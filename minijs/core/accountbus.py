@@ -1,0 +1,83 @@
+"""One account's view of the router: the message bus a JetStream engine of that account uses.
+
+With an ``accounts`` block, each account with JetStream has its own engine (streams, consumers,
+API). The engine is given an :class:`AccountBus` instead of the router: the same calls, bound
+to the account's subscription index, so everything the engine subscribes (the ``$JS.API.>``
+handler, streams' subjects, consumers' ack subjects) and everything it publishes (replies,
+deliveries, advisories) stays inside that account, as nats-server's per-account internal
+clients do.
+
+Invariants:
+
+* a message the engine publishes with no client origin is routed in the account's sublist only;
+  with a client origin, in that client's (which is the account's, since only the account's
+  clients reach its engine);
+* internal subscriptions and interest watches are made in the account's sublist; a live
+  response import (``_R_.…``, see :mod:`minijs.core.imports`) counts as interest;
+* anything else (clock, logger, config, server identity, fault hooks, connections) is the
+  router's own, read through at each use.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from minijs.core.sublist import Subscription
+
+if TYPE_CHECKING:
+    from minijs.core.router import InternalHandler, Router, WatchedSublist
+
+
+class AccountBus:
+    """The router as seen from inside ``account`` (see the module docstring)."""
+
+    def __init__(self, router: "Router", account: str) -> None:
+        self.router = router
+        self.account = account
+        self.sublist: WatchedSublist = router.account_sublist(account)
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything not bound to the account is the router's (looked up at each use, so
+        # hooks set later, such as fault injection, are seen).
+        return getattr(self.router, name)
+
+    def has_interest(self, subject: bytes) -> bool:
+        """Does any live subscription of the account match, or is ``subject`` a live response
+        import (the reply of a request that came through a service import)?"""
+        if self.sublist.has_interest(subject):
+            return True
+        links = self.sublist.links
+        return links is not None and subject in links.responses
+
+    def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
+                payload: bytes, origin: Any = None) -> int:
+        return self.router.publish(subject, reply, header, payload, origin, self.sublist)
+
+    def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
+                   data: bytes) -> int:
+        return self.router.deliver_as(target, subject, reply, hdr, data, self.sublist)
+
+    def subscribe_internal(self, subject: str | bytes, handler: "InternalHandler",
+                           queue: bytes | None = None, *,
+                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
+        if isinstance(subject, str):
+            subject = subject.encode()
+        sub = Subscription(subject, b"", queue, conn=None, callback=handler)
+        sub.on_traced = on_traced
+        self.sublist.insert(sub)
+        return sub
+
+    def unsubscribe_internal(self, sub: Subscription) -> None:
+        sub.closed = True
+        self.sublist.remove(sub)
+
+    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
+        return self.sublist.watch(subject, callback)
+
+    def unwatch_interest(self, handle: Any) -> None:
+        self.sublist.unwatch(handle)
+
+    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
+        return self.sublist.has_exact(subject, queue)
+
+    def num_subscriptions(self) -> int:
+        return self.sublist.count
