@@ -326,6 +326,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--count, --rounds, --window and the --*-top options must be positive")
     if args.tolerance < 1.0:
         p.error("--tolerance must be at least 1.0")
+    args.loops = []  # bench_native.server_commands: minijs on its default event loop
     return args
 
 

@@ -158,3 +158,11 @@ def test_scale_options_run_against_minijs(loadgen, flags):
         assert doc["stored"] == 50  # one message per subject under max_msgs_per_subject: 1
     elif mode == "js-pub-async" and "-B" in flags:
         assert doc["stored"] == 500
+
+
+def test_parsed_args_give_server_commands():
+    """bench_native.server_commands reads ``loops`` (bench.py's --loop): bench_scale has no
+    such option and runs minijs on its default loop."""
+    args = bs.parse_args(["--targets", "minijs"])
+    commands = bn.server_commands(args)
+    assert list(commands) == ["minijs"] and "--loop" not in commands["minijs"]

@@ -3,7 +3,8 @@ pull requests (reference ``jetstream-behavior.md`` §3, §5; ``jetstream-api.md`
 
 A consumer lives inside its stream (``stream.consumers[name]``) and is driven by:
 
-* the engine's hooks (:meth:`signal` on every stored message, :meth:`on_removed`,
+* the engine's hooks (:meth:`signal` on every stored message it takes, or for an unfiltered
+  consumer :meth:`wake_new` while it may deliver; :meth:`on_removed`,
   :meth:`on_purged`, :meth:`delete`);
 * ``CONSUMER.MSG.NEXT`` requests (:meth:`next_request`), queued FIFO and served round-robin;
 * acks on its own internal subscription ``$JS.ACK.<stream>.<consumer>.>`` — nats-server only
@@ -41,8 +42,16 @@ Invariants of the position and delivery:
   delivery is its own ack (the ack floor follows it) and, on a work-queue or interest stream,
   removes the message.
 * ``num_pending`` (matching messages not yet delivered) is a running count while valid; a
-  removal, purge or config change makes it recount on the next ask (a message stored before
-  the recount, ``_npf``, is not counted twice when its signal comes).
+  removal (the stream's ``rm_epoch`` moves), purge or config change makes it recount on the
+  next ask (a message stored before the recount, ``_npf``, is not counted twice when its
+  signal comes). A filtered consumer counts each message as the stream signals it; an
+  unfiltered one takes every message, so it is not signalled one by one: it adds what the
+  stream announced since it last looked (``sig_n``/``sig_last``) when asked or before its
+  position moves (:meth:`_np_sync`), with the same result. It is woken by new messages only
+  while it may deliver (the stream's ``wakeable``: a pull consumer with waiting requests, a
+  push consumer with interest), so idle unfiltered consumers cost nothing per message; nor
+  are consumers without pending acks or delivery counts visited when a message is removed
+  (the stream's ``holders``).
 * Messages leaving the stream (nats-server ``decStreamPending`` and ``purgeLocked``): one
   removed by itself (a limit, expiry, ``MSG.DELETE``, retention) while awaiting an ack is
   acked as a ``+TERM`` with its advisory; a purge — the API's, a rollup (a purge of its
@@ -118,6 +127,15 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self._npc = 0
         self._npc_valid = False
         self._npf = 0  # the stream's last sequence when _npc was counted
+        # Unfiltered consumers (_lazy) add the stream's announced messages to _npc when asked
+        # (_np_sync): _npa is a sequence every later announced one is above, _npa_n and
+        # _npa_ep the stream's sig_n and sig_epoch when _npa was taken.
+        self._lazy = False
+        self._np_rm = 0  # the stream's rm_epoch when _npc was counted
+        self._holding = False  # in the stream's holders
+        self._npa = 0
+        self._npa_n = 0
+        self._npa_ep = 0
         self._ack_sub: Any = None
         self._ack_timer: Any = None
         self._ack_timer_at = 0
@@ -168,6 +186,17 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
     # ------------------------------------------------------------------ engine hooks / attrs
 
     @property
+    def feeder(self) -> Any:
+        return self._feeder
+
+    @feeder.setter
+    def feeder(self, link: Any) -> None:
+        # A feeder records deliveries itself (no _deliver): hear of removals while it feeds.
+        self._feeder = link
+        if link is not None:
+            self._hold()
+
+    @property
     def inactive_threshold(self) -> int:
         return self.config.inactive_threshold
 
@@ -182,13 +211,50 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         return any(subject_matches(f, subject) for f in self.filters)
 
     def signal(self, seq: int, subject: str) -> None:
-        """A message was stored: count it as pending and serve waiting requests."""
+        """A message was stored: count it as pending and serve waiting requests. The stream
+        calls this for filtered consumers only; an unfiltered one counts lazily
+        (:meth:`_np_sync`) and is woken through :meth:`wake_new`."""
         if self.closed:
+            return
+        if self._lazy:
+            if self._npc_valid:
+                self._np_sync()
+            self._wake()
             return
         if (self._npc_valid and seq > self._npf and seq >= self.sseq and not self._lps
                 and self.matches(subject)):
             self._npc += 1
         self._wake()
+
+    def wake_new(self) -> bool:
+        """An unfiltered consumer in the stream's ``wakeable`` set hears of a new message:
+        deliver what it can and return True, or return False (and leave the set) when a new
+        message cannot make it deliver: closed, now filtered, a pull consumer without
+        waiting requests, a push consumer without interest. It registers again
+        (:meth:`_want_wake`) when that changes."""
+        if self.closed or not self._lazy:
+            return False
+        if self._dsubj:
+            if not self.active:
+                return False
+            self._push()
+        elif self.waiting:
+            self._dispatch()
+        else:
+            return False
+        return True
+
+    def _hold(self) -> None:
+        """Hear of messages removed from the stream one by one (:meth:`on_removed`): this
+        consumer may hold pending acks or delivery counts of them."""
+        if not self._holding and not self.closed:
+            self._holding = True
+            self.stream.holders[self] = None
+
+    def _want_wake(self) -> None:
+        """Be woken by new messages (an unfiltered consumer that may deliver now)."""
+        if self._lazy and not self.closed:
+            self.stream.wakeable[self] = None
 
     def _wake(self) -> None:
         """Something may be deliverable now: push it, or serve waiting pull requests."""
@@ -307,6 +373,9 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 replies, self._ack_replies = self._ack_replies, []
                 self.stream.confirm_after_commit(replies)
         self.closed = True
+        self.stream.wakeable.pop(self, None)
+        self.stream.holders.pop(self, None)
+        self._holding = False
         for wr in self.waiting:
             wr.cancel()
         self.waiting.clear()
@@ -345,6 +414,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         elif cfg.inactive_threshold > 0:
             self._dtimer = self.clock.call_later(cfg.inactive_threshold / 1e9, self._check_inactive)
         self._schedule_unpause()
+        if self.pending or self.rdc:
+            self._hold()
         if not self._restored:
             self._changed()
         if self._dsubj and self.active:
@@ -359,6 +430,11 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         except ValueError:
             self._sfreq = 0
         self.filters = [f for f in C.filters_of(cfg) if f != ">"]
+        if self._lazy != (not self.filters):
+            self._lazy = not self.filters
+            self._npc_valid = False
+        if self._lazy and (self.waiting or (self._dsubj and self.active)):
+            self._want_wake()
         changed = getattr(self.stream.consumers, "changed", None)
         if changed is not None:
             changed()  # the stream's index of who takes which subject is stale
@@ -565,12 +641,67 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._lps:
             store = self.stream.store
             return len(self._lps) + self._count_from(self._lps_resume, store)
-        if not self._npc_valid:
+        if not self._npc_valid or self._np_rm != self.stream.rm_epoch:
             store = self.stream.store
             self._npc = self._count_from(self.sseq, store)
-            self._npf = store.last_seq
-            self._npc_valid = True
+            self._np_base(store.last_seq)
+        elif self._lazy:
+            self._np_sync()
         return self._npc
+
+    def _np_base(self, last: int) -> None:
+        """``_npc`` was just counted with the stream's last sequence at ``last``."""
+        self._npf = last
+        self._npc_valid = True
+        st = self.stream
+        self._np_rm = st.rm_epoch
+        # Every message announced from now on is above the last one stored, unless some
+        # stored ones still wait to be announced: then above the last one announced.
+        self._npa = last if st.sig_queued <= st.sig_last else st.sig_last
+        self._npa_n = st.sig_n
+        self._npa_ep = st.sig_epoch
+
+    def _np_sync(self) -> None:
+        """Count the messages the stream announced since the last sync as :meth:`signal`
+        would have one by one: those above ``_npf`` and at or after the position. The
+        announced ones lie above ``_npa``; when the bound is higher, they are counted by
+        sequence: they have no gaps (the stream calls :meth:`np_gap` at each gap), else
+        pending would be recounted on the next ask."""
+        st = self.stream
+        n = st.sig_n - self._npa_n
+        if n <= 0:
+            return
+        if st.sig_epoch != self._npa_ep:
+            self._npc_valid = False
+            return
+        lo = self._npf
+        if self.sseq - 1 > lo:
+            lo = self.sseq - 1
+        last = st.sig_last
+        if lo <= self._npa:
+            self._npc += n
+        elif lo < last:
+            if last - self._npa != n:
+                self._npc_valid = False
+                return
+            self._npc += last - lo
+        self._npa = last
+        self._npa_n = st.sig_n
+
+    def np_gap(self, seq: int) -> None:
+        """The stream announces ``seq`` after a gap in the announced sequences (an unfiltered
+        consumer): count what was announced up to the gap (consecutive since the last gap),
+        then ``seq`` as :meth:`signal` would, so :meth:`_np_sync` only ever sees consecutive
+        sequences."""
+        if self.closed or not self._npc_valid:
+            return
+        self._np_sync()
+        if not self._npc_valid:
+            return
+        if seq > self._npf and seq >= self.sseq and not self._lps:
+            self._npc += 1
+        self._npa = seq
+        self._npa_n = self.stream.sig_n + 1  # the stream counts this one right after
 
     def _count_from(self, seq: int, store: Any) -> int:
         if not self.filters:
@@ -614,6 +745,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 if dc == cfg.max_deliver + 1:
                     self._advise_max_deliveries(seq, dc - 1)
                 self._give_up(seq, dc)
+                self._hold()
                 continue
             sm = store.load(seq) if seq in self.pending else None
             if sm is None:
@@ -688,11 +820,17 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             else:
                 self.sseq = seq + 1  # nats-server: right after the delivered one
         else:
-            self.sseq = seq + 1
-            if self._npc_valid and self._npc > 0:
-                self._npc -= 1
+            if self._npc_valid:
+                if self._lazy:
+                    self._np_sync()  # count what was announced before the position moves
+                self.sseq = seq + 1
+                if self._npc > 0:
+                    self._npc -= 1
+            else:
+                self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
-        pending = self._npc if self._npc_valid and not self._lps else self.num_pending()
+        pending = (self._npc if self._npc_valid and not self._lps
+                   and self._np_rm == self.stream.rm_epoch else self.num_pending())
         self.delivered_at = now
         cfg = self.config
         policy = cfg.ack_policy
@@ -723,6 +861,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                     self.rdc.pop(seq, None)
             if self._ack_timer is None or self._ack_timer_at > deadline:
                 self._arm_ack_timer(deadline)
+            if not self._holding:
+                self._hold()
         if self._persist and not self._save_scheduled:
             self._schedule_save()
         # _ack_subject(dc, sm, dseq, pending), inlined

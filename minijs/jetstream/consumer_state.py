@@ -143,8 +143,7 @@ class DurableState:
         if cfg.deliver_policy == "last_per_subject" and stream.store.msgs:
             lasts = stream.store.multi_last_seqs(consumer.filters or [">"])
             consumer._npc = sum(1 for q in lasts if q >= consumer.sseq)
-            consumer._npf = stream.store.last_seq
-            consumer._npc_valid = True
+            consumer._np_base(stream.store.last_seq)
         if pending and cfg.ack_policy != "none":
             # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).
             delay = 0.5 + random.randrange(1000) / 1000

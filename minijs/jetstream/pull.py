@@ -234,6 +234,8 @@ class PullDelivery:
             self._insert_by_priority(wr)
         else:
             self.waiting.append(wr)
+        if self._lazy:
+            self._want_wake()
         self._dispatch()
 
     def _prune_waiting(self) -> None:

@@ -59,6 +59,8 @@ class PushDelivery:
         self.active = self.server.has_exact_interest(self._dsubj, self._dgroup)
         if not self.active:
             self._start_delete_timer()
+        elif self._lazy:
+            self._want_wake()
 
     def _interest_changed(self) -> None:
         """``updateDeliveryInterest``: a subscription on the deliver subject came or went."""
@@ -71,6 +73,8 @@ class PushDelivery:
             if self._dtimer is not None:
                 self._dtimer.cancel()
                 self._dtimer = None
+            if self._lazy:
+                self._want_wake()
             if not was:
                 self._push()
         else:

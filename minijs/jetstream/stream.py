@@ -12,9 +12,13 @@ turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares 
 Memory streams ack at once.
 
 A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
-messages (``signal``); at once about messages removed one by one (``on_removed``: limits,
-expiry, ``MSG.DELETE``, retention) and about purges (``on_purged``: the API's, rollups, subject
-delete markers), as nats-server's store callbacks and ``purgeLocked`` do.
+messages (``signal`` to the filtered consumers whose filter takes the subject; unfiltered ones
+count from ``sig_n``/``sig_last`` when asked and only those that may deliver now, in
+``wakeable``, are woken); at once about messages removed one by one (``on_removed``: limits,
+expiry, ``MSG.DELETE``, retention; to the consumers holding pending acks, ``holders``, while
+``rm_epoch`` tells the rest to recount) and about purges (``on_purged``: the API's, rollups,
+subject delete markers), as nats-server's store callbacks and ``purgeLocked`` do. So the cost
+of a message does not grow with idle consumers.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
 has ``followers`` (objects with ``wake()`` and ``interested(subject)``, which interest
@@ -139,8 +143,10 @@ class Stream:
         self.created = created
         self.store = store
         self.consumers: ConsumerMap = ConsumerMap()
-        #: subject -> the consumers whose filter takes it (valid for ``consumers.version``)
+        #: subject -> the filtered consumers whose filter takes it, and the unfiltered
+        #: consumers (both valid for ``consumers.version``)
         self._signal_targets: dict[str, list[Any]] = {}
+        self._unfiltered: list[Any] = []
         self._signal_version = -1
         self.closed = False
         self._subs: list[Subscription] = []
@@ -153,6 +159,22 @@ class Stream:
         #: Stored messages not yet announced to consumers: they are announced after the pub
         #: ack is sent (and, for file streams, after the commit), the order nats-server shows.
         self._signals: list[tuple[int, str]] = []
+        #: For consumers that count pending lazily (unfiltered ones, ``Consumer._np_sync``):
+        #: the last sequence announced, how many were announced, an epoch that changes if
+        #: sequences are ever announced out of order, and the last sequence queued.
+        self.sig_last = 0
+        self.sig_n = 0
+        self.sig_epoch = 0
+        self.sig_queued = 0
+        #: Unfiltered consumers a new message may let deliver now (a pull consumer with waiting
+        #: requests, a push consumer with interest), in the order they asked; the others are
+        #: not told of each message (``Consumer.wake_new`` drops those that no longer can).
+        self.wakeable: dict[Any, None] = {}
+        #: Changes whenever messages leave the store one by one (consumers' pending counts
+        #: taken before are stale), and the consumers that may hold pending acks or delivery
+        #: counts of such messages (``Consumer._hold``), told of them by ``_on_removed``.
+        self.rm_epoch = 0
+        self.holders: dict[Any, None] = {}
         self._transform: Any = None
         self._republish: Any = None
         self._ack_prefix = b""
@@ -526,6 +548,7 @@ class Stream:
             self._do_republish(seq, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((seq, subject))
+            self.sig_queued = seq
         if self.schedules is not None:
             self.schedules.stored(seq, subject, hdr, ts)
         return seq
@@ -619,6 +642,7 @@ class Stream:
             self._do_republish(stored, subject, hdr, data, ts)
         if self.consumers or self.followers:
             self._signals.append((stored, subject))
+            self.sig_queued = stored
         self._after_replicated()
         return stored
 
@@ -657,9 +681,8 @@ class Stream:
     def _has_interest(self, subject: str) -> bool:
         """Interest retention: does any consumer's filter match ``subject``? (A follower
         counts too while it follows with a consumer that is not in ``consumers``.)"""
-        for consumer in self.consumers.values():
-            if consumer.matches(subject):
-                return True
+        if self.consumers and self.consumers_of(subject):
+            return True
         for follower in self.followers:
             if follower.interested(subject):
                 return True
@@ -702,8 +725,11 @@ class Stream:
 
     def _release_signals(self) -> None:
         """Tell the consumers whose filter takes each message stored since the last call
-        (as nats-server signals through its index of consumer filters): the consumers of a
-        subject are looked up once and kept until the consumers or their filters change."""
+        (as nats-server signals through its index of consumer filters): the filtered
+        consumers of a subject are looked up once and kept until the consumers or their
+        filters change. Unfiltered consumers take every message: they count it from
+        ``sig_last``/``sig_n`` when asked, and only those that may deliver now
+        (``wakeable``) are woken."""
         signals = self._signals
         if signals:
             self._signals = []
@@ -711,21 +737,68 @@ class Stream:
             if consumers:
                 targets = self._signal_targets
                 if self._signal_version != consumers.version:
-                    targets.clear()
-                    self._signal_version = consumers.version
+                    self._refresh_targets()
+                wakeable = self.wakeable
                 for seq, subject in signals:
                     if self.closed:
                         return
+                    if seq == self.sig_last + 1:
+                        self.sig_last = seq
+                    elif seq > self.sig_last:
+                        # after a gap (sequences stored unannounced or skipped): unfiltered
+                        # consumers count up to here, then this one, as signal() would
+                        for consumer in self._unfiltered:
+                            consumer.np_gap(seq)
+                        self.sig_last = seq
+                    else:
+                        self.sig_epoch += 1
+                    self.sig_n += 1
                     found = targets.get(subject)
                     if found is None:
                         if len(targets) >= _SIGNAL_CACHE:
                             targets.clear()
                         found = targets[subject] = [c for c in consumers.values()
-                                                    if c.matches(subject)]
+                                                    if c.filters and c.matches(subject)]
                     for consumer in found:
                         consumer.signal(seq, subject)
+                    if wakeable:
+                        for consumer in list(wakeable):
+                            if not consumer.wake_new():
+                                wakeable.pop(consumer, None)
+            else:
+                self._count_signals(signals)
             for follower in list(self.followers):
                 follower.wake()
+
+    def _refresh_targets(self) -> None:
+        self._signal_targets.clear()
+        self._unfiltered = [c for c in self.consumers.values() if not c.filters]
+        self._signal_version = self.consumers.version
+
+    def consumers_of(self, subject: str) -> list[Any]:
+        """The consumers whose filter takes ``subject``: the unfiltered ones, then the
+        filtered ones (from the index ``_release_signals`` keeps)."""
+        if self._signal_version != self.consumers.version:
+            self._refresh_targets()
+        targets = self._signal_targets
+        found = targets.get(subject)
+        if found is None:
+            if len(targets) >= _SIGNAL_CACHE:
+                targets.clear()
+            found = targets[subject] = [c for c in self.consumers.values()
+                                        if c.filters and c.matches(subject)]
+        if not self._unfiltered:
+            return found
+        return self._unfiltered + found if found else self._unfiltered
+
+    def _count_signals(self, signals: list[tuple[int, str]]) -> None:
+        """Announced with no consumer to tell: only ``sig_last``/``sig_n`` move."""
+        for seq, _ in signals:
+            if seq > self.sig_last:
+                self.sig_last = seq
+            else:
+                self.sig_epoch += 1
+        self.sig_n += len(signals)
 
     # ------------------------------------------------------------------ dedup
 
@@ -834,15 +907,26 @@ class Stream:
             self._purged(subject)
             if self.consumers or self.followers:
                 self._signals.append((seq, subject))
+            self.sig_queued = seq
         if removed or markers:
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
 
     def _on_removed(self, seqs: list[int]) -> None:
-        """Messages left the store (limits, expiry, purge): let consumers forget them."""
-        if seqs and self.consumers:
-            for consumer in list(self.consumers.values()):
-                consumer.on_removed(seqs)
+        """Messages left the store (limits, expiry, retention, ``MSG.DELETE``): every
+        consumer recounts pending on its next ask (``rm_epoch``), and those holding pending
+        acks or delivery counts (``holders``) forget them; the others are not visited."""
+        if seqs:
+            self.rm_epoch += 1
+            holders = self.holders
+            if holders:
+                for consumer in list(holders):
+                    if consumer.closed or not (consumer.pending or consumer.rdc
+                                               or consumer.feeder is not None):
+                        holders.pop(consumer, None)
+                        consumer._holding = False
+                    else:
+                        consumer.on_removed(seqs)
 
     # ------------------------------------------------------------------ consumers
 
