@@ -71,10 +71,7 @@ class AccountBus:
     def subscribe_internal(self, subject: str | bytes, handler: "InternalHandler",
                            queue: bytes | None = None, *,
                            on_traced: Callable[..., bool | None] | None = None) -> Subscription:
-        if isinstance(subject, str):
-            subject = subject.encode()
-        sub = Subscription(subject, b"", queue, conn=None, callback=handler)
-        sub.on_traced = on_traced
+        sub = Subscription.internal(subject, handler, queue, on_traced)
         self.sublist.insert(sub)
         return sub
 

@@ -276,10 +276,7 @@ class Router:
         For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
         takes a traced message instead of ``handler``, records its own events and returns
         False when the message went no further (not a receiver, so a request may get a 503)."""
-        if isinstance(subject, str):
-            subject = subject.encode()
-        sub = Subscription(subject, b"", queue, conn=None, callback=handler)
-        sub.on_traced = on_traced
+        sub = Subscription.internal(subject, handler, queue, on_traced)
         self.sublist.insert(sub)
         return sub
 

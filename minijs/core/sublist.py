@@ -41,6 +41,17 @@ class Subscription:
         q = f" queue={self.queue!r}" if self.queue else ""
         return f"<Subscription {self.subject!r} sid={self.sid!r}{q}>"
 
+    @classmethod
+    def internal(cls, subject: str | bytes, handler: Callable[..., None],
+                 queue: bytes | None = None,
+                 on_traced: Callable[..., bool | None] | None = None) -> "Subscription":
+        """A server-side handler's subscription (no connection)."""
+        if isinstance(subject, str):
+            subject = subject.encode()
+        sub = cls(subject, b"", queue, conn=None, callback=handler)
+        sub.on_traced = on_traced
+        return sub
+
 
 class MatchResult:
     """Plain subscriptions and queue groups (name -> members) matching one subject."""
