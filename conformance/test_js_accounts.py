@@ -380,3 +380,23 @@ def test_js_accounts_external_mirror_and_source(target: str, spawn: SpawnFn) -> 
     finally:
         a.close()
         b.close()
+
+
+def test_js_accounts_with_a_domain(target: str, spawn: SpawnFn) -> None:
+    """With ``jetstream { domain: hub }`` every account maps ``$JS.hub.API.`` onto its own
+    API: A's JetStream answers there (pub acks name the domain), B's 503/10039 there too."""
+    conf = "jetstream { domain: hub }\n" + ACCOUNTS
+    srv = spawn(config=conf, jetstream=True)
+    a, b = login(srv, "a"), login(srv, "b")
+    try:
+        info = json.loads(a.request("$JS.hub.API.INFO", b"").data)
+        assert info["domain"] == "hub" and info["streams"] == 0
+        names = json.loads(b.request("$JS.hub.API.STREAM.NAMES", b"").data)
+        assert names["error"] == NOT_ENABLED
+        out = json.loads(a.request("$JS.hub.API.STREAM.CREATE.S", json.dumps(
+            {"name": "S", "subjects": ["s"], "storage": "memory"})).data)
+        assert out["config"]["name"] == "S", out
+        assert json.loads(a.request("s", "x").data) == {"stream": "S", "domain": "hub", "seq": 1}
+    finally:
+        a.close()
+        b.close()
