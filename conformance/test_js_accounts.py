@@ -400,3 +400,14 @@ def test_js_accounts_with_a_domain(target: str, spawn: SpawnFn) -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_js_accounts_system_account_may_not_have_jetstream(target: str, tmp_path: Path
+                                                           ) -> None:
+    """JetStream enabled on the ``system_account`` stops the server at startup."""
+    from conformance.test_account_imports import _refused
+
+    stderr = _refused(target, tmp_path, f'jetstream {{ store_dir: "{tmp_path / "sd"}" }}\n'
+                      "accounts { SYS: { jetstream: enabled, users: [ {user: s} ] } }\n"
+                      "system_account: SYS\n")
+    assert "[FTL] Not allowed to enable JetStream on the system account" in stderr, stderr

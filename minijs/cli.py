@@ -391,9 +391,13 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
                 logger.fatal(f"Could not write pidfile: {exc}")
                 return 1
         from minijs.jetstream.storedir import StoreDirError
+        from minijs.server import StartupError
 
         try:
             await server.start()
+        except StartupError as exc:
+            logger.fatal(str(exc))
+            return 1
         except StoreDirError as exc:
             logger.info("Starting JetStream")
             logger.fatal(f"Can't start JetStream: {exc}")

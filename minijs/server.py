@@ -38,6 +38,11 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
 T = TypeVar("T")
 
 
+class StartupError(RuntimeError):
+    """A configuration the server refuses as it starts (nats-server's fatal log line and
+    exit): the message is nats-server's text."""
+
+
 def _plaintext_passwords(config: ServerConfig) -> bool:
     """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
     from minijs.core.connection import is_bcrypt
@@ -101,6 +106,9 @@ class Server(Router):
         log.info(f"  ID:       {self.server_id}")
         if _plaintext_passwords(config):
             log.warn("Plaintext passwords detected, use nkeys or bcrypt")
+        if (config.jetstream and config.system_account
+                and config.system_account in dict(config.account_jetstream)):
+            raise StartupError("Not allowed to enable JetStream on the system account")
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.storedir import check_store_dir
 

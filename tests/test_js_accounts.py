@@ -204,3 +204,13 @@ async def test_external_minijs_cannot_follow_is_refused():
                 assert why in err["description"]
         finally:
             await nc.close()
+
+
+async def test_system_account_with_jetstream_is_refused_at_start():
+    from minijs.server import StartupError
+
+    srv = Server(port=0, jetstream=True, accounts=("SYS",), system_account="SYS",
+                 account_jetstream=(("SYS", AccountLimits()),))
+    with pytest.raises(StartupError, match="Not allowed to enable JetStream on the system"):
+        await srv.start()
+    assert not srv.running
