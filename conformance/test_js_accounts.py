@@ -411,3 +411,29 @@ def test_js_accounts_system_account_may_not_have_jetstream(target: str, tmp_path
                       "accounts { SYS: { jetstream: enabled, users: [ {user: s} ] } }\n"
                       "system_account: SYS\n")
     assert "[FTL] Not allowed to enable JetStream on the system account" in stderr, stderr
+
+
+@pytest.mark.parametrize("a,b,error", [
+    ("max_mem: 10M", "max_mem: 1K", "insufficient memory resources available (10028)"),
+    ("max_mem: 500K", "max_mem: 600K", "insufficient memory resources available (10028)"),
+    ("max_file: 2M", "max_mem: 1K", "insufficient storage resources available (10047)"),
+    ("max_mem: 400K", "max_mem: 600K", None),
+], ids=["one-too-big", "together-too-big", "storage", "fits"])
+def test_js_accounts_limits_must_fit_the_server(target: str, spawn: SpawnFn, tmp_path: Path,
+                                                a: str, b: str, error: str | None) -> None:
+    """The accounts' JetStream limits together must fit the server's ``max_mem`` /
+    ``max_file``, or the server does not start (``Can't start JetStream``)."""
+    text = (f'jetstream {{\n store_dir: "{tmp_path / "sd"}"\n max_mem: 1M\n max_file: 1M\n}}\n'
+            f"accounts {{\n  A: {{ jetstream: {{ {a} }}, users: [ {{user: a, password: a}} ] }}\n"
+            f"  B: {{ jetstream: {{ {b} }}, users: [ {{user: b, password: b}} ] }}\n}}\n")
+    if error is None:
+        srv = spawn(config=text)
+        js = login(srv, "a")
+        assert js.api("INFO")["limits"]["max_memory"] == 400000
+        js.close()
+        return
+    from conformance.test_account_imports import _refused
+
+    stderr = _refused(target, tmp_path, text)
+    assert ("[FTL] Can't start JetStream: Error enabling jetstream on configured accounts: "
+            + error) in stderr, stderr

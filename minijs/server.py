@@ -109,6 +109,8 @@ class Server(Router):
         if (config.jetstream and config.system_account
                 and config.system_account in dict(config.account_jetstream)):
             raise StartupError("Not allowed to enable JetStream on the system account")
+        if config.jetstream and config.accounts and config.account_jetstream:
+            _check_account_jetstream_limits(config)
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.storedir import check_store_dir
 
@@ -214,6 +216,7 @@ class Server(Router):
         if not config.store_dir and temp_dir is None and enabled:
             temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
         self._shared_temp_dir = temp_dir
+        group.log_banner(self.log)
         for account in (GLOBAL_ACCOUNT, *config.accounts):
             bus = AccountBus(self, account)
             limits = enabled.get(account)
@@ -222,7 +225,7 @@ class Server(Router):
             else:
                 engine = JetStream(bus, temp_dir=temp_dir, account=account, group=group,
                                    limits=limits, owns_temp_dir=False)
-                engine.start()
+                engine.start(banner=False)
                 api = JetStreamApi(engine)
             api.start()
             self.account_apis[account] = api
@@ -415,6 +418,21 @@ class Server(Router):
     def fault_log(self) -> list[Any]:
         """Every fault injected so far (see :attr:`faults`)."""
         return list(self._faults.log) if self._faults is not None else []
+
+
+def _check_account_jetstream_limits(config: ServerConfig) -> None:
+    """The configured accounts' JetStream limits must fit the server's, as nats-server checks
+    before it starts (a fatal ``Can't start JetStream`` otherwise)."""
+    from minijs.jetstream.engine import JetStreamGroup
+    from minijs.jetstream.errors import ApiError
+
+    group = JetStreamGroup(config)
+    enabled = [limits for _, limits in config.account_jetstream]
+    try:
+        group.check_account_limits(enabled)
+    except ApiError as exc:
+        raise StartupError("Can't start JetStream: Error enabling jetstream on configured "
+                           f"accounts: {exc.description} ({exc.err_code})") from None
 
 
 def _snapshots() -> Any:

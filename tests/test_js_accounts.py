@@ -214,3 +214,13 @@ async def test_system_account_with_jetstream_is_refused_at_start():
     with pytest.raises(StartupError, match="Not allowed to enable JetStream on the system"):
         await srv.start()
     assert not srv.running
+
+
+async def test_account_limits_beyond_the_server_are_refused_at_start():
+    from minijs.server import StartupError
+
+    srv = Server(port=0, jetstream=True, accounts=("A",), max_memory_store=1000,
+                 account_jetstream=(("A", AccountLimits(max_memory=2000)),))
+    with pytest.raises(StartupError, match=r"insufficient memory resources available \(10028\)"):
+        await srv.start()
+    assert not srv.running

@@ -127,6 +127,26 @@ class JetStreamGroup:
             self._server_limits = (mem, sto)
         return self._server_limits
 
+    def log_banner(self, log: Any) -> None:
+        where = self.store_dir or "(memory only; file streams use a temporary directory)"
+        log.info("Starting JetStream")
+        log.info(f"  Storage directory:  {where}")
+        log.info("  API level:          5")
+
+    def check_account_limits(self, limits: list[AccountLimits]) -> None:
+        """nats-server's ``sufficientResources`` as the configured accounts are enabled:
+        their ``max_memory`` / ``max_storage`` together within the server's; raises the
+        10028 / 10047 API error otherwise."""
+        from minijs.jetstream import errors as E
+
+        max_mem, max_sto = self.server_limits()
+        mem = sum(lim.max_memory for lim in limits if lim.max_memory > 0)
+        sto = sum(lim.max_storage for lim in limits if lim.max_storage > 0)
+        if mem > max_mem:
+            raise E.memory_resources_exceeded()
+        if sto > max_sto:
+            raise E.storage_resources_exceeded()
+
     def store_root(self) -> Path | None:
         """``<store>/jetstream``: the directory holding each account's streams (the private
         temporary directory's without a store directory; None before one exists)."""
@@ -257,7 +277,9 @@ class JetStream:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> None:
+    def start(self, *, banner: bool = True) -> None:
+        """Recover the file streams and start; ``banner``: log the server's JetStream start
+        lines (once per server: the engines of several accounts share them)."""
         if self.store_dir:
             Path(self.store_dir).mkdir(parents=True, exist_ok=True)
             self._recover()
@@ -265,10 +287,8 @@ class JetStream:
             self._recover()
         self.server_limits()  # measured once, at start, as nats-server does
         self.started = True
-        where = self.store_dir or "(memory only; file streams use a temporary directory)"
-        self.log.info("Starting JetStream")
-        self.log.info(f"  Storage directory:  {where}")
-        self.log.info("  API level:          5")
+        if banner:
+            self.group.log_banner(self.log)
         self._sync_timer = self.clock.call_later(self.sync_interval, self._periodic_sync,
                                                 housekeeping=True)
 
