@@ -224,3 +224,20 @@ async def test_account_limits_beyond_the_server_are_refused_at_start():
     with pytest.raises(StartupError, match=r"insufficient memory resources available \(10028\)"):
         await srv.start()
     assert not srv.running
+
+
+async def test_restart_without_a_store_dir_keeps_account_file_streams():
+    import os
+
+    async with accounts_server() as srv:
+        a = await nats.connect(srv.client_url, user="a", password="p")
+        await a.jetstream().add_stream(name="F", subjects=["f"], storage="file")
+        await a.jetstream().publish("f", b"kept")
+        await a.close()
+        temp = srv.engines()["A"].temp_dir
+        await srv.restart()
+        assert srv.engines()["A"].temp_dir == temp
+        assert srv.stream("F", account="A").messages == 1
+        await srv.crash()
+        assert srv.stream("F", account="A").messages == 1
+    assert not os.path.exists(temp)
