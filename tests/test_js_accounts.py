@@ -241,3 +241,29 @@ async def test_restart_without_a_store_dir_keeps_account_file_streams():
         await srv.crash()
         assert srv.stream("F", account="A").messages == 1
     assert not os.path.exists(temp)
+
+
+async def test_control_plane_and_faults_in_an_account():
+    """$MINIJS.> answers in every account, about the requester's account's streams; a fault
+    rule's answer reaches a requester in an account."""
+    async with accounts_server(control=True, control_user="a") as srv:
+        a = await nats.connect(srv.client_url, user="a", password="p")
+        c = await nats.connect(srv.client_url, user="c", password="p")
+        try:
+            for nc in (a, c):
+                await nc.jetstream().add_stream(name="S", subjects=["s"], storage="memory")
+            await a.jetstream().publish("s", b"in a")
+            reply = await a.request("$MINIJS.STATE.MESSAGES.S", b"{}", timeout=2)
+            msgs = json.loads(reply.data)["messages"]
+            assert [m["seq"] for m in msgs] == [1]
+            reply = await a.request("$MINIJS.FAULT.ADD", json.dumps(
+                {"target": "requests", "action": "status", "subject": "$JS.API.INFO",
+                 "status": 408}).encode(), timeout=2)
+            assert "rule" in json.loads(reply.data)
+            got = await c.request("$JS.API.INFO", b"", timeout=2)
+            assert got.headers and got.headers.get("Status") == "408"
+            denied = await c.request("$MINIJS.STATE.STREAMS", b"{}", timeout=2)
+            assert json.loads(denied.data)["error"]["code"] == 403
+        finally:
+            await a.close()
+            await c.close()

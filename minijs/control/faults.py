@@ -296,13 +296,13 @@ class FaultInjector:
                         hdr = wire.no_responders_header(subject)
                     else:
                         hdr = wire.status_header(rule.status, rule.description)
-                    self._answer(reply, hdr, b"")
+                    self._answer(reply, hdr, b"", origin)
                 return True
             spec = E.spec(rule.error)
             err = E.ApiError(spec.code, rule.error, rule.description or spec.template)
             self._record(rule.id, "error", subj, f"{err.code}/{err.err_code} {err.description}")
             if reply:
-                self._answer(reply, None, J.dumps({"error": err.to_json()}))
+                self._answer(reply, None, J.dumps({"error": err.to_json()}), origin)
             return True
         return False
 
@@ -340,16 +340,18 @@ class FaultInjector:
         return True
 
     def publish_unfaulted(self, subject: bytes, reply: bytes | None, hdr: bytes | None,
-                          body: bytes) -> int:
-        """Publish past every rule: a rule's own answers and the control plane's replies."""
+                          body: bytes, to: Any = None) -> int:
+        """Publish past every rule: a rule's own answers and the control plane's replies;
+        ``to``: the requester, whose account the answer goes to (the global one without)."""
         self._bypass += 1
         try:
-            return self.server.publish(subject, reply, hdr, body)
+            sublist = getattr(to, "sublist", None)
+            return self.server.publish(subject, reply, hdr, body, None, sublist)
         finally:
             self._bypass -= 1
 
-    def _answer(self, reply: bytes, hdr: bytes | None, body: bytes) -> None:
-        self.publish_unfaulted(reply, None, hdr, body)
+    def _answer(self, reply: bytes, hdr: bytes | None, body: bytes, origin: Any) -> None:
+        self.publish_unfaulted(reply, None, hdr, body, origin)
 
     def _hand_on(self, subject: bytes, reply: bytes | None, header: bytes | None,
                  payload: bytes, origin: Any) -> None:

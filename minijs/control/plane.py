@@ -104,7 +104,9 @@ class ControlPlane:
 
     def __init__(self, server: Any) -> None:
         self.server = server
-        self._sub: Any = None
+        self._subs: list[tuple[Any, Any]] = []
+        #: The requester of the request being handled (its account picks the streams).
+        self._origin: Any = None
         self._tasks: set[asyncio.Task] = set()
         self._routes: dict[str, Callable[..., Any]] = {
             "CLOCK.NOW": self._clock_now,
@@ -121,12 +123,21 @@ class ControlPlane:
         }
 
     def start(self) -> None:
-        self._sub = self.server.subscribe_internal(PREFIX + b">", self._on_request)
+        """Serve ``$MINIJS.>`` in every account (the global one and each configured one), so
+        a test's client reaches it whichever account it logs in to."""
+        from minijs.core.sublist import Subscription
+
+        self._subs = []
+        for sublist in self.server.account_sublists.values():
+            sub = Subscription.internal(PREFIX + b">", self._on_request)
+            sublist.insert(sub)
+            self._subs.append((sublist, sub))
 
     def stop(self) -> None:
-        if self._sub is not None:
-            self.server.unsubscribe_internal(self._sub)
-            self._sub = None
+        for sublist, sub in self._subs:
+            sub.closed = True
+            sublist.remove(sub)
+        self._subs = []
 
     # ------------------------------------------------------------------ dispatch
 
@@ -138,9 +149,14 @@ class ControlPlane:
                 raise ControlError(403, "the control plane answers only the control user "
                                         "(set control_user to a configured user)")
             handler, args = self._route(name)
-            result = handler(payload, *args)
+            self._origin = origin
+            try:
+                result = handler(payload, *args)
+            finally:
+                self._origin = None
             if asyncio.iscoroutine(result):
-                task = asyncio.get_running_loop().create_task(self._finish(result, reply))
+                task = asyncio.get_running_loop().create_task(self._finish(result, reply,
+                                                                            origin))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
                 return
@@ -153,7 +169,7 @@ class ControlPlane:
         except Exception as exc:  # keep serving; tell the requester
             self.server.log.error(f"control request $MINIJS.{name} failed: {exc!r}")
             result = {"error": {"code": 500, "description": str(exc)}}
-        self._reply(reply, result)
+        self._reply(reply, result, origin)
 
     def _route(self, name: str) -> tuple[Callable[..., Any], tuple]:
         handler = self._routes.get(name)
@@ -166,7 +182,7 @@ class ControlPlane:
             return self._messages, (parts[2],)
         raise ControlError(404, f"unknown control request $MINIJS.{name}")
 
-    async def _finish(self, coro: Any, reply: bytes | None) -> None:
+    async def _finish(self, coro: Any, reply: bytes | None, origin: Any) -> None:
         try:
             result = await coro
         except ControlError as exc:
@@ -174,13 +190,14 @@ class ControlPlane:
         except Exception as exc:  # keep serving; tell the requester
             self.server.log.error(f"control request failed: {exc!r}")
             result = {"error": {"code": 500, "description": str(exc)}}
-        self._reply(reply, result)
+        self._reply(reply, result, origin)
         self.server.settle()
 
-    def _reply(self, reply: bytes | None, result: Any) -> None:
+    def _reply(self, reply: bytes | None, result: Any, origin: Any = None) -> None:
         if reply:
             # Past the fault rules: a rule on ``>`` or ``_INBOX.>`` must not eat the answer.
-            self.server.faults.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)))
+            self.server.faults.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)),
+                                                 origin)
 
     def _authorized(self, origin: Any) -> bool:
         config = self.server.config
@@ -266,11 +283,17 @@ class ControlPlane:
         doc = _body(payload, {"subject": (str,), "start_seq": (int,), "limit": (int,)})
         return {"messages": self.server.messages(
             stream, subject=doc.get("subject"), start_seq=doc.get("start_seq") or 1,
-            limit=doc.get("limit") or 1000)}
+            limit=doc.get("limit") or 1000, account=self._account())}
 
     def _consumer(self, payload: bytes, stream: str, consumer: str) -> Any:
         _body(payload, {})
-        return self.server.consumer(stream, consumer)
+        return self.server.consumer(stream, consumer, account=self._account())
+
+    def _account(self) -> str | None:
+        """The requester's account when it has JetStream (its streams are meant), else None
+        (the one stream of that name in any account)."""
+        account = getattr(self._origin, "account", None)
+        return account if account in self.server.engines() else None
 
     def _connections(self, payload: bytes) -> dict[str, Any]:
         _body(payload, {})
