@@ -423,6 +423,9 @@ class IndexedStore:
 
     def __init__(self) -> None:
         self._live: dict[int, Any] = {}
+        #: one string object per live subject, shared by its messages (a stream of small
+        #: messages on few subjects keeps one copy of each subject, not one per message)
+        self._names: dict[str, str] = {}
         self._seqs = SortedList()
         self._bysubj = SortedList()
         self._counts = SortedDict()
@@ -540,6 +543,7 @@ class IndexedStore:
             hdr = bytes(hdr)
         if type(data) is not bytes:
             data = bytes(data) if data is not None else b""
+        subject = self._names.setdefault(subject, subject)
         sm = new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
         size = self.msg_size(subject, hdr, data)
         entry = self._new_entry(sm, size)
@@ -570,6 +574,7 @@ class IndexedStore:
         c = self._counts[subject]
         if c == 1:
             del self._counts[subject]
+            self._names.pop(subject, None)
         else:
             self._counts[subject] = c - 1
         self._bytes -= self._entry_size(entry)
@@ -585,6 +590,7 @@ class IndexedStore:
     def _clear(self) -> int:
         n = len(self._live)
         self._live = {}
+        self._names = {}
         self._seqs = SortedList()
         self._bysubj = SortedList()
         self._counts = SortedDict()
