@@ -34,6 +34,16 @@ class AccountBus:
         self.router = router
         self.account = account
         self.sublist: WatchedSublist = router.account_sublist(account)
+        # What the engine reads often, bound once (the fallback below is slow per access).
+        self.clock = router.clock
+        self.log = router.log
+        self.server_name = router.server_name
+        self.server_id = router.server_id
+        self.stats = router.stats
+
+    @property
+    def config(self) -> Any:
+        return self.router.config
 
     def __getattr__(self, name: str) -> Any:
         # Everything not bound to the account is the router's (looked up at each use, so
