@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conformance.rawclient import RawClient
-from conformance.servers import Endpoint, ServerProcess
+from conformance.servers import URL_TARGET, Endpoint, ServerProcess, command_for
 
 #: ``spawn(args=[...], config="...")`` -> a freshly started, specially configured server.
 SpawnFn = Callable[..., ServerProcess]
@@ -55,3 +59,19 @@ async def ensure_subs(nc: Any, timeout: float = 5.0) -> None:
                     ) from exc
     finally:
         await sub.unsubscribe()
+
+
+def refused_start(target: str, tmp_path: Path, text: str) -> str:
+    """Start ``target`` with config ``text`` expecting it to refuse: a non-zero exit before
+    "Server is ready"; returns its stderr. Needs a server of our own (skipped with ``--url``,
+    as every case that spawns one)."""
+    if target == URL_TARGET:
+        pytest.skip("needs a specially configured server; not possible with --url")
+    conf = tmp_path / "bad.conf"
+    conf.write_text(text)
+    proc = subprocess.run(command_for(target) + ["-c", str(conf), "-p", "-1", "-a",
+                                                 "127.0.0.1"],
+                          capture_output=True, text=True, timeout=20, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "Server is ready" not in proc.stderr
+    return proc.stderr

@@ -12,15 +12,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn
+from conformance.helpers import SpawnFn, refused_start
 from conformance.rawclient import RawClient, hpub, msg, pub, split_frames
-from conformance.servers import URL_TARGET, Endpoint, command_for
+from conformance.servers import Endpoint
 from conformance.test_cli import free_port, get_json
 
 CONF = """
@@ -479,19 +478,6 @@ def test_account_token_position(target: str, spawn: SpawnFn) -> None:
         assert b.barrier() == msg("ev.B.x", 1, b"mine")
 
 
-def _refused(target: str, tmp_path: Path, text: str) -> str:
-    if target == URL_TARGET:
-        pytest.skip("needs a specially configured server; not possible with --url")
-    conf = tmp_path / "bad.conf"
-    conf.write_text(text)
-    proc = subprocess.run(command_for(target) + ["-c", str(conf), "-p", "-1", "-a",
-                                                 "127.0.0.1"],
-                          capture_output=True, text=True, timeout=20, cwd=tmp_path)
-    assert proc.returncode != 0
-    assert "Server is ready" not in proc.stderr
-    return proc.stderr
-
-
 _A = ('  A: { exports: [ {stream: "a.>"}, {service: "svc.>", accounts: [B]}, '
       '{service: "priv", accounts: [C]} ] }\n')
 
@@ -580,7 +566,7 @@ def _accounts(b: str) -> str:
 def test_bad_imports_refused(target: str, tmp_path: Path, text: str, message: str) -> None:
     """Bad exports, imports and mappings stop the server at startup with nats-server's
     message (and, where this case checks it, its file position)."""
-    stderr = _refused(target, tmp_path, text)
+    stderr = refused_start(target, tmp_path, text)
     assert message in stderr, stderr
 
 

@@ -6,15 +6,14 @@ subscribe allow and deny, the short forms, queue groups, wildcards, ``allow_resp
 """
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn
+from conformance.helpers import SpawnFn, refused_start
 from conformance.rawclient import RawClient, msg, pub, split_frames
-from conformance.servers import URL_TARGET, Endpoint, command_for
+from conformance.servers import Endpoint
 from conformance.test_cli import wait_for_log
 
 AUTH_VIOLATION = b"-ERR 'Authorization Violation'\r\n"
@@ -217,19 +216,6 @@ def test_accounts_isolate_subjects(target: str, spawn: SpawnFn) -> None:
         client.assert_closed(expect_data=AUTH_VIOLATION)
 
 
-def _refused(target: str, tmp_path: Path, text: str) -> str:
-    if target == URL_TARGET:
-        pytest.skip("needs a specially configured server; not possible with --url")
-    conf = tmp_path / "bad.conf"
-    conf.write_text(text)
-    proc = subprocess.run(command_for(target) + ["-c", str(conf), "-p", "-1", "-a",
-                                                 "127.0.0.1"],
-                          capture_output=True, text=True, timeout=20, cwd=tmp_path)
-    assert proc.returncode != 0
-    assert "Server is ready" not in proc.stderr
-    return proc.stderr
-
-
 @pytest.mark.parametrize("text,message", [
     ('authorization {\n  users = [\n    {user: a, password: b, permissions: '
      '{publish: {allow: "x", nope: "y"}}}\n  ]\n}\n',
@@ -246,7 +232,7 @@ def _refused(target: str, tmp_path: Path, text: str) -> str:
         "invalid-subject", "reserved-account"])
 def test_bad_auth_config_refused(target: str, tmp_path: Path, text: str, message: str) -> None:
     """Bad authorization settings stop the server at startup with nats-server's message."""
-    stderr = _refused(target, tmp_path, text)
+    stderr = refused_start(target, tmp_path, text)
     assert message in stderr, stderr
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn
+from conformance.helpers import SpawnFn, refused_start
 from conformance.jshelpers import JsClient, wait_for
 
 ACCOUNTS = """
@@ -405,9 +405,7 @@ def test_js_accounts_with_a_domain(target: str, spawn: SpawnFn) -> None:
 def test_js_accounts_system_account_may_not_have_jetstream(target: str, tmp_path: Path
                                                            ) -> None:
     """JetStream enabled on the ``system_account`` stops the server at startup."""
-    from conformance.test_account_imports import _refused
-
-    stderr = _refused(target, tmp_path, f'jetstream {{ store_dir: "{tmp_path / "sd"}" }}\n'
+    stderr = refused_start(target, tmp_path, f'jetstream {{ store_dir: "{tmp_path / "sd"}" }}\n'
                       "accounts { SYS: { jetstream: enabled, users: [ {user: s} ] } }\n"
                       "system_account: SYS\n")
     assert "[FTL] Not allowed to enable JetStream on the system account" in stderr, stderr
@@ -432,8 +430,6 @@ def test_js_accounts_limits_must_fit_the_server(target: str, spawn: SpawnFn, tmp
         assert js.api("INFO")["limits"]["max_memory"] == 400000
         js.close()
         return
-    from conformance.test_account_imports import _refused
-
-    stderr = _refused(target, tmp_path, text)
+    stderr = refused_start(target, tmp_path, text)
     assert ("[FTL] Can't start JetStream: Error enabling jetstream on configured accounts: "
             + error) in stderr, stderr
