@@ -19,15 +19,15 @@ Invariants:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from minijs.core.sublist import Subscription
+from minijs.core.sublist import InternalSubscriptions
 
 if TYPE_CHECKING:
-    from minijs.core.router import InternalHandler, Router, WatchedSublist
+    from minijs.core.router import Router, WatchedSublist
 
 
-class AccountBus:
+class AccountBus(InternalSubscriptions):
     """The router as seen from inside ``account`` (see the module docstring)."""
 
     def __init__(self, router: "Router", account: str) -> None:
@@ -77,26 +77,3 @@ class AccountBus:
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:
         return self.router.deliver_as(target, subject, reply, hdr, data, self.sublist)
-
-    def subscribe_internal(self, subject: str | bytes, handler: "InternalHandler",
-                           queue: bytes | None = None, *,
-                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
-        sub = Subscription.internal(subject, handler, queue, on_traced)
-        self.sublist.insert(sub)
-        return sub
-
-    def unsubscribe_internal(self, sub: Subscription) -> None:
-        sub.closed = True
-        self.sublist.remove(sub)
-
-    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
-        return self.sublist.watch(subject, callback)
-
-    def unwatch_interest(self, handle: Any) -> None:
-        self.sublist.unwatch(handle)
-
-    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
-        return self.sublist.has_exact(subject, queue)
-
-    def num_subscriptions(self) -> int:
-        return self.sublist.count

@@ -30,7 +30,7 @@ from minijs.config import (
 )
 from minijs.core import msgtrace
 from minijs.core.connection import Connection
-from minijs.core.sublist import Subscription, Sublist
+from minijs.core.sublist import InternalSubscriptions, Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
 
@@ -56,7 +56,7 @@ def _nkey_like(prefix: str) -> str:
 InternalHandler = Callable[[Subscription, bytes, "bytes | None", "bytes | None", bytes, Any], None]
 
 
-class Router:
+class Router(InternalSubscriptions):
     """The routing floor of a server: its connections, subscriptions and the publish path.
 
     :class:`minijs.server.Server` builds on it (lifecycle, JetStream, monitoring); the floors
@@ -267,40 +267,6 @@ class Router:
 
     def remove_subscription(self, sub: Subscription) -> None:
         (sub.conn.sublist if sub.conn is not None else self.sublist).remove(sub)
-
-    def subscribe_internal(self, subject: str | bytes, handler: InternalHandler,
-                           queue: bytes | None = None, *,
-                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
-        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
-
-        For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
-        takes a traced message instead of ``handler``, records its own events and returns
-        False when the message went no further (not a receiver, so a request may get a 503)."""
-        sub = Subscription.internal(subject, handler, queue, on_traced)
-        self.sublist.insert(sub)
-        return sub
-
-    def unsubscribe_internal(self, sub: Subscription) -> None:
-        sub.closed = True
-        self.sublist.remove(sub)
-
-    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
-        """Call ``callback()`` (soon, from the event loop) whenever a subscription whose subject
-        is exactly ``subject`` comes or goes, like nats-server's sublist notifications that
-        push consumers register on their deliver subject. Returns a handle for
-        :meth:`unwatch_interest`."""
-        return self.sublist.watch(subject, callback)
-
-    def unwatch_interest(self, handle: Any) -> None:
-        self.sublist.unwatch(handle)
-
-    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
-        """Is there a live subscription on exactly ``subject`` (a plain one, or with ``queue`` a
-        member of that queue group)? Wildcard subscriptions that merely match do not count."""
-        return self.sublist.has_exact(subject, queue)
-
-    def num_subscriptions(self) -> int:
-        return self.sublist.count
 
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: Connection | None = None,

@@ -53,6 +53,48 @@ class Subscription:
         return sub
 
 
+class InternalSubscriptions:
+    """The internal-subscription half of a message bus over one sublist (``self.sublist``, a
+    sublist that also keeps watchers): the router (the global account) and an account's view
+    of it (:class:`~minijs.core.accountbus.AccountBus`) share it."""
+
+    sublist: Any
+
+    def subscribe_internal(self, subject: str | bytes, handler: Callable[..., None],
+                           queue: bytes | None = None, *,
+                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
+        """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
+
+        For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
+        takes a traced message instead of ``handler``, records its own events and returns
+        False when the message went no further (not a receiver, so a request may get a 503)."""
+        sub = Subscription.internal(subject, handler, queue, on_traced)
+        self.sublist.insert(sub)
+        return sub
+
+    def unsubscribe_internal(self, sub: Subscription) -> None:
+        sub.closed = True
+        self.sublist.remove(sub)
+
+    def watch_interest(self, subject: bytes, callback: Callable[[], None]) -> Any:
+        """Call ``callback()`` (soon, from the event loop) whenever a subscription whose subject
+        is exactly ``subject`` comes or goes, like nats-server's sublist notifications that
+        push consumers register on their deliver subject. Returns a handle for
+        :meth:`unwatch_interest`."""
+        return self.sublist.watch(subject, callback)
+
+    def unwatch_interest(self, handle: Any) -> None:
+        self.sublist.unwatch(handle)
+
+    def has_exact_interest(self, subject: bytes, queue: bytes | None = None) -> bool:
+        """Is there a live subscription on exactly ``subject`` (a plain one, or with ``queue`` a
+        member of that queue group)? Wildcard subscriptions that merely match do not count."""
+        return self.sublist.has_exact(subject, queue)
+
+    def num_subscriptions(self) -> int:
+        return self.sublist.count
+
+
 class MatchResult:
     """Plain subscriptions and queue groups (name -> members) matching one subject."""
 
