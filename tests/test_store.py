@@ -1078,3 +1078,43 @@ def test_model_lmdb(ops, probe):
             return LmdbStore(d, sync=False), reopen
 
         run_model(factory, ops, file_msg_size, probe)
+
+
+# --------------------------------------------------------------------------------------------
+# the index's shape: what the publish path relies on
+
+
+def test_sequence_index_appends_across_splits(store):
+    """A new last sequence is appended to the sequence index without SortedList.add; the
+    index must stay a valid SortedList through its splits, with and without the positional
+    index SortedList builds for bisection, and after removals and gaps."""
+    live = []
+    for i in range(1, 5001):
+        seq, _ = store.store_msg(f"s.{i % 7}", None, b"x", 1000 + i)
+        live.append(seq)
+        if i % 997 == 0:
+            # bisect_left builds the positional index; the next appends must keep it right
+            assert store.num_pending(live[len(live) // 2]) == len(live) - len(live) // 2
+        if i % 1500 == 0:
+            store.remove(live.pop(10))
+            store.skip_msgs(3)
+    store._seqs._check()
+    assert list(store._seqs) == live
+    assert store.num_pending(live[-100]) == 100
+    assert store.next_seq(live[-1]) == live[-1]
+    assert store.first_seq == live[0]
+
+
+def test_index_entries_are_untracked_by_the_garbage_collector(store):
+    """Stored messages must not make every full collection walk them: index entries are exact
+    tuples of atomic values, which the collector stops tracking once it has seen them."""
+    import gc
+
+    fill(store, ["a", "b.c", "a"])
+    store.store_msg("h", b"NATS/1.0\r\nA: b\r\n\r\n", b"p", 5000, ttl=5)
+    gc.collect()
+    assert all(type(e) is tuple for e in store._live.values())
+    assert not any(gc.is_tracked(e) for e in store._live.values())
+    sm = store.load(4)
+    assert (sm.seq, sm.subject, sm.hdr, sm.data, sm.ts, sm.ttl) == (
+        4, "h", b"NATS/1.0\r\nA: b\r\n\r\n", b"p", 5000, 5)

@@ -88,6 +88,12 @@ __all__ = [
     "subject_has_wildcard",
 ]
 
+#: positions in an index entry (``IndexedStore._live``): every entry starts with these
+E_SUBJECT, E_TS, E_TTL = 0, 1, 2
+
+#: a new count for a subject already in a ``SortedDict`` (its sorted key list stays as it is)
+_dict_setitem = dict.__setitem__
+
 #: larger than any sequence; used as an open upper bound in ``(subject, seq)`` index lookups
 _BIG = 1 << 64
 _NS = 1_000_000_000
@@ -401,8 +407,12 @@ class IndexedStore:
 
     Structures (all O(log n) per update, no scans on the publish path):
 
-    * ``_live``: ``seq -> entry`` (entry has ``subject``, ``ts``, ``ttl``; the memory store uses
-      the :class:`StoredMessage` itself, the LMDB store a payload-less record);
+    * ``_live``: ``seq -> entry``, a plain ``tuple`` whose first three items are the subject,
+      ``ts`` and ``ttl`` (``E_SUBJECT``, ``E_TS``, ``E_TTL``); the memory store adds ``hdr`` and
+      ``data``, the LMDB store the record size (the payload stays in LMDB). Entries are exact
+      tuples, never a ``NamedTuple``: CPython's cyclic collector stops tracking a tuple of
+      atomic values the first time it sees it, so a million stored messages add nothing to
+      each full collection (a tuple subclass stays tracked and is walked every time);
     * ``_seqs``: ``SortedList`` of live sequences (first/next/seek by time);
     * ``_bysubj``: ``SortedList`` of ``(subject, seq)`` — per-subject first/last/next/counts
       by bisection, contiguous ranges per subject;
@@ -441,13 +451,16 @@ class IndexedStore:
     def msg_size(subject: str, hdr: bytes | None, data: bytes) -> int:  # pragma: no cover
         raise NotImplementedError
 
-    def _new_entry(self, sm: StoredMessage, size: int) -> Any:  # pragma: no cover
+    def _new_entry(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int,
+                   ttl: int, size: int) -> tuple:  # pragma: no cover
+        """The index entry of a message being stored: a plain tuple starting
+        ``(subject, ts, ttl, ...)`` (see ``_live``)."""
         raise NotImplementedError
 
-    def _entry_size(self, entry: Any) -> int:  # pragma: no cover
+    def _entry_size(self, entry: tuple) -> int:  # pragma: no cover
         raise NotImplementedError
 
-    def _fetch(self, seq: int, entry: Any) -> StoredMessage | None:  # pragma: no cover
+    def _fetch(self, seq: int, entry: tuple) -> StoredMessage | None:  # pragma: no cover
         raise NotImplementedError
 
     def _on_remove(self, seq: int) -> None:
@@ -481,7 +494,7 @@ class IndexedStore:
     @property
     def first_ts(self) -> int:
         if self._live:
-            return self._live[self._seqs[0]].ts
+            return self._live[self._seqs[0]][E_TS]
         return 0
 
     @property
@@ -544,42 +557,57 @@ class IndexedStore:
         if type(data) is not bytes:
             data = bytes(data) if data is not None else b""
         subject = self._names.setdefault(subject, subject)
-        sm = new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
         size = self.msg_size(subject, hdr, data)
-        entry = self._new_entry(sm, size)
-        self._index(seq, entry, size)
+        self._index(seq, self._new_entry(seq, subject, hdr, data, ts, ttl, size), size)
         self._last_seq = seq
         self._last_ts = ts
         self._touched = True
         return seq, ts
 
-    def _index(self, seq: int, entry: Any, size: int) -> None:
-        subject = entry.subject
+    def _index(self, seq: int, entry: tuple, size: int) -> None:
+        subject = entry[E_SUBJECT]
         self._live[seq] = entry
-        self._seqs.add(seq)
+        seqs = self._seqs
+        lists = seqs._lists
+        if lists and not seqs._index and seq > lists[-1][-1]:
+            # A new last sequence (every publish): SortedList.add's bisection and position
+            # index update skipped; the list is split where add() would split it.
+            last = lists[-1]
+            last.append(seq)
+            seqs._maxes[-1] = seq
+            seqs._len += 1
+            if len(last) > seqs._load << 1:
+                seqs._expand(len(lists) - 1)
+        else:
+            seqs.add(seq)
         self._bysubj.add((subject, seq))
         counts = self._counts
         c = counts.get(subject)
-        counts[subject] = 1 if c is None else c + 1
+        if c is None:
+            counts[subject] = 1
+        else:  # a known subject: SortedDict's key list does not change
+            _dict_setitem(counts, subject, c + 1)
         self._bytes += size
-        if entry.ttl > 0:
-            self._ttls.add((entry.ts + entry.ttl * _NS, seq))
+        ttl = entry[E_TTL]
+        if ttl > 0:
+            self._ttls.add((entry[E_TS] + ttl * _NS, seq))
 
     def _unindex(self, seq: int, from_seqs: bool = True) -> Any:
         entry = self._live.pop(seq)
         if from_seqs:
             self._seqs.remove(seq)
-        subject = entry.subject
+        subject = entry[E_SUBJECT]
         self._bysubj.remove((subject, seq))
         c = self._counts[subject]
         if c == 1:
             del self._counts[subject]
             self._names.pop(subject, None)
         else:
-            self._counts[subject] = c - 1
+            _dict_setitem(self._counts, subject, c - 1)
         self._bytes -= self._entry_size(entry)
-        if entry.ttl > 0:
-            self._ttls.discard((entry.ts + entry.ttl * _NS, seq))
+        ttl = entry[E_TTL]
+        if ttl > 0:
+            self._ttls.discard((entry[E_TS] + ttl * _NS, seq))
         self._touched = True
         return entry
 
@@ -708,9 +736,9 @@ class IndexedStore:
         live = self._live
         for seq in self._seqs:
             e = live[seq]
-            if e.ts > cutoff_ns:
+            if e[E_TS] > cutoff_ns:
                 break
-            if e.ttl < 0:
+            if e[E_TTL] < 0:
                 continue
             out.append(seq)
         if remove:
@@ -731,8 +759,8 @@ class IndexedStore:
             live = self._live
             for seq in self._seqs:
                 e = live[seq]
-                if e.ttl >= 0:
-                    t = e.ts + max_age_ns
+                if e[E_TTL] >= 0:
+                    t = e[E_TS] + max_age_ns
                     if nxt is None or t < nxt:
                         nxt = t
                     break
@@ -747,7 +775,7 @@ class IndexedStore:
 
     def subject_for_seq(self, seq: int) -> str | None:
         e = self._live.get(seq)
-        return None if e is None else e.subject
+        return None if e is None else e[E_SUBJECT]
 
     def size_of(self, seq: int) -> int:
         e = self._live.get(seq)
@@ -813,7 +841,8 @@ class IndexedStore:
         e = live.get(start)
         if e is not None:
             kind = f.kind
-            if kind == _ALL or (e.subject == f.text if kind == _LIT else f.match(e.subject)):
+            if kind == _ALL or (e[E_SUBJECT] == f.text if kind == _LIT
+                                else f.match(e[E_SUBJECT])):
                 return start
         if f.kind == _ALL:
             for q in self._seqs.irange(minimum=start):
@@ -824,7 +853,7 @@ class IndexedStore:
         # wildcard: short linear probe, then the per-subject index
         n = 0
         for q in self._seqs.irange(minimum=start):
-            if f.match(live[q].subject):
+            if f.match(live[q][E_SUBJECT]):
                 return q
             n += 1
             if n >= self._PROBE:
@@ -845,7 +874,8 @@ class IndexedStore:
         if e is not None:
             f = _compile(filter)
             kind = f.kind
-            if kind == _ALL or (e.subject == f.text if kind == _LIT else f.match(e.subject)):
+            if kind == _ALL or (e[E_SUBJECT] == f.text if kind == _LIT
+                                else f.match(e[E_SUBJECT])):
                 return self._fetch(start_seq, e)
         q = self.next_seq(start_seq, filter)
         return None if q is None else self.load(q)
@@ -864,7 +894,7 @@ class IndexedStore:
         live = self._live
         n = 0
         for q in self._seqs.irange(maximum=hi, reverse=True):
-            if f.match(live[q].subject):
+            if f.match(live[q][E_SUBJECT]):
                 return q
             n += 1
             if n >= self._PROBE:
@@ -916,7 +946,7 @@ class IndexedStore:
                 # few messages after start (a consumer near the end): scan them
                 live = self._live
                 match = f.match
-                tail_subjects = (live[q].subject for q in self._seqs.irange(minimum=start))
+                tail_subjects = (live[q][E_SUBJECT] for q in self._seqs.irange(minimum=start))
                 if last_per_subject:
                     return len({s for s in tail_subjects if match(s)})
                 return sum(1 for s in tail_subjects if match(s))
@@ -955,14 +985,14 @@ class IndexedStore:
         if not self._live:
             return self._last_seq + 1
         seqs, live = self._seqs, self._live
-        if ts_ns <= live[seqs[0]].ts:
+        if ts_ns <= live[seqs[0]][E_TS]:
             return seqs[0]
-        if ts_ns > live[seqs[-1]].ts:
+        if ts_ns > live[seqs[-1]][E_TS]:
             return self._last_seq + 1
         lo, hi = 0, len(seqs) - 1  # invariant: ts(seqs[hi]) >= ts_ns
         while lo < hi:
             mid = (lo + hi) // 2
-            if live[seqs[mid]].ts >= ts_ns:
+            if live[seqs[mid]][E_TS] >= ts_ns:
                 hi = mid
             else:
                 lo = mid + 1

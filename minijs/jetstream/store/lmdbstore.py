@@ -38,7 +38,7 @@ import os
 import shutil
 import struct
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import lmdb
 import msgpack
@@ -70,13 +70,10 @@ _STATE_VERSION = 1
 _MISSING = object()
 
 
-class _Entry(NamedTuple):
-    """Index entry of a stored message (payload stays in LMDB)."""
-
-    subject: str
-    ts: int
-    ttl: int
-    size: int
+#: Index entry of a stored message (the payload stays in LMDB): a plain tuple
+#: ``(subject, ts, ttl, size)``, untracked by the cyclic garbage collector once seen.
+_Entry = tuple
+_E_SIZE = 3
 
 
 def _pack_record(sm: StoredMessage) -> bytes:
@@ -138,7 +135,7 @@ class LmdbStore(IndexedStore):
                 (seq,) = _unpack_key(k)
                 subject, hdr, data, ts, ttl = unpackb(v)
                 size = file_msg_size(subject, hdr, data)
-                live[seq] = _Entry(subject, ts, ttl, size)
+                live[seq] = (subject, ts, ttl, size)
                 seqs.append(seq)
                 bysubj.append((subject, seq))
                 counts[subject] = counts.get(subject, 0) + 1
@@ -154,20 +151,21 @@ class LmdbStore(IndexedStore):
         self._ttls = SortedList(ttls)
         self._bytes = total
         if seqs and seqs[-1] > last_seq:  # only without a state record
-            last_seq, last_ts = seqs[-1], live[seqs[-1]].ts
+            last_seq, last_ts = seqs[-1], live[seqs[-1]][1]
         self._last_seq = last_seq
         self._last_ts = last_ts
         self._touched = bool(touched) or bool(seqs)
 
     # -- IndexedStore hooks ----------------------------------------------------------------
-    def _new_entry(self, sm: StoredMessage, size: int) -> _Entry:
-        self._pending[sm.seq] = sm
+    def _new_entry(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int,
+                   ttl: int, size: int) -> _Entry:
+        self._pending[seq] = new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
         self._pending_bytes += size
         self._dirty = True
-        return _Entry(sm.subject, sm.ts, sm.ttl, size)
+        return (subject, ts, ttl, size)
 
     def _entry_size(self, entry: _Entry) -> int:
-        return entry.size
+        return entry[_E_SIZE]
 
     def _fetch(self, seq: int, entry: _Entry) -> StoredMessage | None:
         sm = self._recent.get(seq)
@@ -183,7 +181,7 @@ class LmdbStore(IndexedStore):
         if raw is None:  # pragma: no cover - index and data disagree
             return None
         _subject, hdr, data, ts, ttl = _unpackb(raw)
-        return new_stored_message(StoredMessage, (seq, entry.subject, hdr, data, ts, ttl))
+        return new_stored_message(StoredMessage, (seq, entry[0], hdr, data, ts, ttl))
 
     def _on_remove(self, seq: int) -> None:
         if self._recent:
