@@ -76,8 +76,10 @@ _Entry = tuple
 _E_SIZE = 3
 
 
-def _pack_record(sm: StoredMessage) -> bytes:
-    return msgpack.packb((sm.subject, sm.hdr, sm.data, sm.ts, sm.ttl), use_bin_type=True)
+#: A message's LMDB record, packed from ``(subject, hdr, data, ts, ttl)``: the plain tuple the
+#: store also keeps for buffered and recently committed messages (untracked by the cyclic
+#: garbage collector once seen, unlike a ``StoredMessage``).
+_packb = msgpack.Packer(use_bin_type=True).pack
 
 
 class LmdbStore(IndexedStore):
@@ -101,7 +103,7 @@ class LmdbStore(IndexedStore):
         self._max_key = self._env.max_key_size()
         self._rtxn: lmdb.Transaction | None = None
         # buffered writes, committed by flush()
-        self._pending: dict[int, StoredMessage] = {}  # seq order
+        self._pending: dict[int, tuple] = {}  # seq -> record tuple, seq order
         self._pending_del: set[int] = set()
         self._drop_below = 0  # delete every key < this
         self._pending_meta: dict[str, bytes | None] = {}
@@ -109,7 +111,7 @@ class LmdbStore(IndexedStore):
         self._dirty = False
         # committed messages still in memory (see RECENT_CACHE_BYTES); _recent_bytes counts
         # what was added since the cache was last emptied, removed messages included
-        self._recent: dict[int, StoredMessage] = {}
+        self._recent: dict[int, tuple] = {}  # seq -> record tuple
         self._recent_bytes = 0
         self._recent_max = recent_cache_bytes
         self.flushes = 0  #: number of committed write transactions (for tests/metrics)
@@ -159,7 +161,7 @@ class LmdbStore(IndexedStore):
     # -- IndexedStore hooks ----------------------------------------------------------------
     def _new_entry(self, seq: int, subject: str, hdr: bytes | None, data: bytes, ts: int,
                    ttl: int, size: int) -> _Entry:
-        self._pending[seq] = new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
+        self._pending[seq] = (subject, hdr, data, ts, ttl)
         self._pending_bytes += size
         self._dirty = True
         return (subject, ts, ttl, size)
@@ -168,12 +170,12 @@ class LmdbStore(IndexedStore):
         return entry[_E_SIZE]
 
     def _fetch(self, seq: int, entry: _Entry) -> StoredMessage | None:
-        sm = self._recent.get(seq)
-        if sm is not None:
-            return sm
-        sm = self._pending.get(seq)
-        if sm is not None:
-            return sm
+        rec = self._recent.get(seq)
+        if rec is None:
+            rec = self._pending.get(seq)
+        if rec is not None:
+            subject, hdr, data, ts, ttl = rec
+            return new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
         txn = self._rtxn
         if txn is None:
             txn = self._reader()
@@ -322,7 +324,7 @@ class LmdbStore(IndexedStore):
         if self._pending:
             cur = txn.cursor(db=db)
             cur.putmulti(
-                ((_pack_key(s), _pack_record(sm)) for s, sm in self._pending.items()),
+                ((_pack_key(s), _packb(rec)) for s, rec in self._pending.items()),
                 append=True,
             )
         for k, v in self._pending_meta.items():
