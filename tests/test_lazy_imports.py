@@ -79,3 +79,54 @@ def test_version_and_help_do_not_import_the_server():
                      if m in sys.modules))
     """)
     assert out.strip() == "[]"
+
+
+#: Modules the ``minijs -js -sd DIR`` command (what harnesses spawn) has no use for before it
+#: is ready: the types of users and accounts (none configured), tempfile and shutil (the store
+#: directory exists; nothing is deleted), the compressors of message-trace events, the
+#: monitor, the config-file parser, and the JetStream API, streams and stores.
+CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "gzip", "bz2", "lzma",
+                "minijs.protocol.snappy") + DEFERRED
+
+
+def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path):
+    """The command itself (``cli.main``), in an interpreter started with ``-S`` so the modules
+    ``site`` imports (an editable install's import hook pulls in pathlib, for one) cannot hide
+    ours; the store directory already exists, as on a harness's second start."""
+    store = tmp_path / "store"
+    (store / "jetstream").mkdir(parents=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from minijs import cli, log
+
+        said = log.Logger.info
+
+        def info(self, text):
+            said(self, text)
+            if text == "Server is ready":
+                print(sorted(m for m in {CLI_DEFERRED!r} if m in sys.modules))
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        log.Logger.info = info
+        sys.exit(cli.main(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd", {str(store)!r}]))
+    """)
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "Server Exiting.." in proc.stderr
+    assert proc.stdout.strip() == "[]"
+    assert os.listdir(store / "jetstream") == []  # the writable probe left nothing behind
+
+
+def test_users_and_accounts_types_load_on_first_use():
+    out = _run("""
+        import sys
+        import minijs.config as config
+        before = "minijs.authconfig" in sys.modules
+        from minijs.config import Export, User
+        from minijs import authconfig
+        print(before, User is authconfig.User, config.Export is Export,
+              User("u").account, "Mapping" in dir(config))
+    """)
+    assert out.split() == ["False", "True", "True", "$G", "True"]

@@ -21,13 +21,11 @@ goes on with ``Nats-Trace-Dest: trace disabled``. Elsewhere it is passed along u
 """
 from __future__ import annotations
 
-import gzip
 import json
 import random
 from typing import Any
 
 from minijs.config import GLOBAL_ACCOUNT
-from minijs.protocol import snappy
 
 #: The header names (``server/msgtrace.go``).
 TRACE_DEST = "Nats-Trace-Dest"
@@ -244,8 +242,12 @@ class MsgTrace:
             request["msgsize"] = self.msgsize
         body = go_json({"server": server, "request": request, "events": self.events})
         if self.compression == "gzip":
+            import gzip
+
             return b"NATS/1.0\r\nContent-Encoding: gzip\r\n\r\n", gzip.compress(body)
         if self.compression == "snappy":
+            from minijs.protocol import snappy
+
             return b"NATS/1.0\r\nContent-Encoding: snappy\r\n\r\n", snappy.frame(body)
         if self.compression == "identity":
             return b"NATS/1.0\r\nContent-Encoding: identity\r\n\r\n", body

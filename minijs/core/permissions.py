@@ -7,11 +7,13 @@ wildcard rule matches exactly as a subscription would; publish results are cache
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from minijs.config import Permissions
 from minijs.core.subjects import has_wildcard, subject_matches, subjects_overlap
 from minijs.core.sublist import Sublist, Subscription
+
+if TYPE_CHECKING:
+    from minijs.config import Permissions
 
 #: Cached publish decisions per connection before the cache is dropped (nats-server: 128).
 PUB_CACHE_MAX = 1024

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -123,7 +121,7 @@ class JetStreamGroup:
         if self._server_limits is None:
             mem = self.max_memory if self.max_memory >= 0 else _three_quarters_of_memory()
             sto = self.max_storage if self.max_storage >= 0 else _three_quarters_of_disk(
-                self.store_dir or tempfile.gettempdir())
+                self.store_dir or _temp_root())
             self._server_limits = (mem, sto)
         return self._server_limits
 
@@ -363,6 +361,8 @@ class JetStream:
     def _finish(self, keep_files: bool) -> None:
         self.streams.clear()
         if self._temp_dir is not None and not keep_files and self._owns_temp_dir:
+            import shutil
+
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
         self.started = False
@@ -388,6 +388,8 @@ class JetStream:
         if self.store_dir:
             return stream_store_path(self.store_dir, "x", self.account_name).parent
         if self._temp_dir is None:
+            import tempfile
+
             self._temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
         return stream_store_path(self._temp_dir, "x", self.account_name).parent
 
@@ -434,6 +436,8 @@ class JetStream:
         if cfg.storage == "file":
             path = self._streams_dir() / cfg.name
             if path.exists():
+                import shutil
+
                 shutil.rmtree(path, ignore_errors=True)
             store = open_store("file", path, sync=False)
         else:
@@ -722,6 +726,13 @@ def _three_quarters_of_memory() -> int:
     except (ValueError, OSError, AttributeError):
         total = 0
     return total // 4 * 3 if total > 0 else 256 * 1024 * 1024
+
+
+def _temp_root() -> str:
+    """The system's temporary directory (``tempfile`` is imported only by servers that use it)."""
+    import tempfile
+
+    return tempfile.gettempdir()
 
 
 def _three_quarters_of_disk(path: str) -> int:

@@ -1,13 +1,19 @@
 """nats-server's checks of the JetStream store directory, made before the port is bound.
 
 Kept apart from :mod:`minijs.jetstream.engine` so the command line and the server can check
-(and catch :class:`StoreDirError`) without importing the engine.
+(and catch :class:`StoreDirError`) without importing the engine. The writable probe opens its
+file the way ``tempfile.mkstemp`` does, without importing ``tempfile`` (and with it ``shutil``,
+``bz2``, ``lzma``), which a ``-js -sd DIR`` server does not otherwise need before it is ready.
 """
 from __future__ import annotations
 
 import os
 import stat
-import tempfile
+
+#: How the probe file is opened: exclusively, never through a symbolic link, not inherited by
+#: child processes (``tempfile.mkstemp``'s flags).
+_PROBE_FLAGS = (os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 
 
 class StoreDirError(Exception):
@@ -34,8 +40,21 @@ def check_store_dir(store_dir: str) -> None:
     if not stat.S_ISDIR(st.st_mode):
         raise StoreDirError("storage directory is not a directory")
     try:
-        fd, probe = tempfile.mkstemp(prefix="_test_", dir=path)
+        _probe_writable(path)
     except OSError:
         raise StoreDirError("storage directory is not writable") from None
-    os.close(fd)
-    os.remove(probe)
+
+
+def _probe_writable(directory: str) -> None:
+    """Create and remove a ``_test_<random>`` file in ``directory`` (nats-server's
+    ``os.CreateTemp(dir, "_test_")``); raises the OSError that says it cannot."""
+    for _ in range(100):  # a name taken by another process: draw again, as mkstemp does
+        probe = os.path.join(directory, f"_test_{os.urandom(6).hex()}")
+        try:
+            fd = os.open(probe, _PROBE_FLAGS, 0o600)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        os.remove(probe)
+        return
+    raise FileExistsError(f"no unused probe file name in {directory}")
