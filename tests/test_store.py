@@ -1089,9 +1089,11 @@ def test_sequence_index_appends_across_splits(store):
     index must stay a valid SortedList through its splits, with and without the positional
     index SortedList builds for bisection, and after removals and gaps."""
     live = []
+    subjects = {}
     for i in range(1, 5001):
         seq, _ = store.store_msg(f"s.{i % 7}", None, b"x", 1000 + i)
         live.append(seq)
+        subjects[seq] = f"s.{i % 7}"
         if i % 997 == 0:
             # bisect_left builds the positional index; the next appends must keep it right
             assert store.num_pending(live[len(live) // 2]) == len(live) - len(live) // 2
@@ -1099,7 +1101,9 @@ def test_sequence_index_appends_across_splits(store):
             store.remove(live.pop(10))
             store.skip_msgs(3)
     store._seqs._check()
+    store._bysubj._check()
     assert list(store._seqs) == live
+    assert list(store._bysubj) == sorted((subjects[q], q) for q in live)
     assert store.num_pending(live[-100]) == 100
     assert store.next_seq(live[-1]) == live[-1]
     assert store.first_seq == live[0]
