@@ -104,3 +104,108 @@ def test_trie_agrees_with_reference_matcher(patterns, subjects):
         got = sorted(id(s) for s in sl.match(subject).plain)
         want = sorted(id(s) for s in live if subject_matches(s.subject, subject))
         assert got == want
+
+
+# ----------------------------------------------------------------- remembered results
+#
+# Subjects that leave the tree where only wildcards lie below (an inbox subscription
+# _INBOX.<id>.* and its replies _INBOX.<id>.<n>) share a result remembered on that node, by the
+# number of tokens left. These tests fail if that result is reused where it does not apply.
+
+
+def full_walk(sl, subject):
+    """What ``subject`` matches by a full walk of the tree (no cache, no remembered result)."""
+    from minijs.core.sublist import MatchResult
+
+    tokens = subject.split(b".")
+    result = MatchResult()
+    sl._collect(sl._root, tokens, 0, len(tokens), result)
+    return result
+
+
+def ids(result):
+    return (sorted(id(s) for s in result.plain),
+            {q: sorted(id(s) for s in m) for q, m in result.groups.items()})
+
+
+def test_inbox_replies_by_token_count():
+    sl = Sublist()
+    one, two, rest = (Subscription(b"_INBOX.x.*"), Subscription(b"_INBOX.x.*.*"),
+                      Subscription(b"_INBOX.x.>"))
+    for s in (one, two, rest):
+        sl.insert(s)
+    assert set(sl.match(b"_INBOX.x.1").plain) == {one, rest}
+    assert set(sl.match(b"_INBOX.x.2").plain) == {one, rest}  # remembered for one token left
+    assert set(sl.match(b"_INBOX.x.3.4").plain) == {two, rest}
+    assert set(sl.match(b"_INBOX.x.5.6.7").plain) == {rest}
+    assert set(sl.match(b"_INBOX.x.8").plain) == {one, rest}
+    assert not sl.match(b"_INBOX.y.1")
+
+
+def test_inbox_replies_with_an_empty_token_match_by_full_walk():
+    sl = Sublist()
+    two, rest = Subscription(b"_INBOX.x.*.*"), Subscription(b"_INBOX.x.>")
+    sl.insert(two)
+    sl.insert(rest)
+    assert set(sl.match(b"_INBOX.x.a.b").plain) == {two, rest}
+    for subject in (b"_INBOX.x.a.", b"_INBOX.x..b"):
+        assert ids(sl.match(subject)) == ids(full_walk(sl, subject))
+        assert two not in sl.match(subject).plain
+
+
+def test_no_shared_result_where_a_literal_lies_below_the_star():
+    sl = Sublist()
+    star, deep = Subscription(b"_INBOX.x.*"), Subscription(b"_INBOX.x.*.y")
+    sl.insert(star)
+    sl.insert(deep)
+    assert sl.match(b"_INBOX.x.1.y").plain == [deep]
+    assert not sl.match(b"_INBOX.x.2.z")
+    assert sl.match(b"_INBOX.x.3").plain == [star]
+
+
+def test_shared_results_forgotten_on_insert_and_remove():
+    sl = Sublist()
+    first = Subscription(b"_INBOX.x.*")
+    sl.insert(first)
+    assert sl.match(b"_INBOX.x.1").plain == [first]
+    second = Subscription(b"_INBOX.x.*", queue=b"q")
+    sl.insert(second)
+    r = sl.match(b"_INBOX.x.2")
+    assert r.plain == [first] and r.groups == {b"q": [second]}
+    literal = Subscription(b"_INBOX.x.3")
+    sl.insert(literal)
+    assert set(sl.match(b"_INBOX.x.3").plain) == {first, literal}
+    assert sl.match(b"_INBOX.x.4").plain == [first]
+    sl.remove(first)
+    r = sl.match(b"_INBOX.x.5")
+    assert r.plain == [] and r.groups == {b"q": [second]}
+    sl.remove(second)
+    assert not sl.match(b"_INBOX.x.6")
+
+
+PATTERN_TOKENS = st.sampled_from([b"a", b"b", b"*", b"*", b">"])
+SUBJECT_TOKENS = st.sampled_from([b"a", b"b", b"c", b"d", b""])
+
+
+@given(st.lists(st.lists(PATTERN_TOKENS, min_size=1, max_size=4), min_size=1, max_size=10),
+       st.lists(st.tuples(st.sampled_from(["match", "match", "match", "insert", "remove"]),
+                          st.integers(0, 9),
+                          st.lists(SUBJECT_TOKENS, min_size=1, max_size=5)),
+                min_size=1, max_size=40))
+def test_remembered_results_equal_full_walks(patterns, steps):
+    sl = Sublist()
+    subs = [Subscription(b".".join(toks), queue=b"q" if i % 3 == 0 else None)
+            for i, toks in enumerate(patterns) if is_valid_subject(b".".join(toks))]
+    live: list[Subscription] = []
+    for action, k, toks in steps:
+        if action == "insert" and subs:
+            sub = subs[k % len(subs)]
+            if sub not in live:
+                sl.insert(sub)
+                live.append(sub)
+        elif action == "remove" and live:
+            sub = live.pop(k % len(live))
+            sl.remove(sub)
+        else:
+            subject = b".".join(toks)
+            assert ids(sl.match(subject)) == ids(full_walk(sl, subject)), subject

@@ -3,6 +3,11 @@
 Lookup walks one branch per token (literal child, ``*`` child, ``>`` child), so its cost does not
 grow with the number of subscriptions that do not match. Results are cached per subject; a
 change to the index drops only the cached subjects the changed subscription matches.
+
+Subjects seen once (acks, inbox replies) are matched without a full walk where the result
+cannot depend on their last tokens: it is remembered on the node where their literal walk
+leaves the tree (``_Node.tail``, or ``_Node.tails`` by the number of tokens left when only
+wildcards lie below; see :meth:`Sublist.match`). Every insert and remove forgets all of these.
 """
 from __future__ import annotations
 
@@ -109,7 +114,7 @@ class MatchResult:
 
 
 class _Node:
-    __slots__ = ("children", "star", "gt", "plain", "groups", "tail")
+    __slots__ = ("children", "star", "gt", "plain", "groups", "tail", "tails")
 
     def __init__(self) -> None:
         self.children: dict[bytes, _Node] = {}
@@ -120,6 +125,9 @@ class _Node:
         #: What every subject whose walk leaves the tree here matches (see :meth:`Sublist.match`);
         #: None until computed, and again after any insert or remove.
         self.tail: MatchResult | None = None
+        #: The same where this node has a ``*`` child with no literal child anywhere below it:
+        #: by the number of tokens from the one that leaves the tree (see :meth:`Sublist.match`).
+        self.tails: dict[int, MatchResult] | None = None
 
     def empty(self) -> bool:
         return not (self.children or self.star or self.gt or self.plain or self.groups)
@@ -141,7 +149,7 @@ class Sublist:
         self.removes = 0
         self.cache_hits = 0
         self.cache_misses = 0
-        #: Nodes holding a ``tail`` memo; every insert and remove clears them.
+        #: Nodes holding a ``tail`` or ``tails`` memo; every insert and remove clears them.
         self._memos: list[_Node] = []
 
     def insert(self, sub: Subscription) -> None:
@@ -216,13 +224,14 @@ class Sublist:
     def _drop_memos(self) -> None:
         for node in self._memos:
             node.tail = None
+            node.tails = None
         self._memos = []
 
     def _invalidate(self, pattern: bytes) -> None:
         cache = self._cache
         if not cache:
             return
-        if b"*" not in pattern and b">" not in pattern:
+        if 42 not in pattern and 62 not in pattern:  # no "*" or ">" (integers: cheaper)
             cache.pop(pattern, None)
             return
         stale = [s for s in cache if subject_matches(pattern, s)]
@@ -238,25 +247,45 @@ class Sublist:
         self.cache_misses += 1
         tokens = subject.split(b".")
         n = len(tokens)
-        # A subject that leaves the tree below a path of literal tokens with no '*' branch
-        # matches exactly the '>' subscriptions along that path, whatever its remaining tokens
-        # (e.g. every ack subject $JS.ACK.<stream>.<consumer>.<n>.<n>... of one consumer): that
-        # result is memoized on the node where the walk ends, so one-off subjects cost a short
-        # literal walk rather than a full match.
+        # A subject whose literal walk, along a path with no '*' branch, reaches a node without
+        # a child for its next token leaves the tree there. What it matches is remembered on
+        # that node, so one-off subjects cost a short literal walk rather than a full match:
+        # * without a '*' child, exactly the '>' subscriptions along the path, whatever the
+        #   remaining tokens (every ack subject $JS.ACK.<stream>.<consumer>.<n>... of one
+        #   consumer): ``tail``;
+        # * with a '*' child that has no literal child anywhere below it (an inbox
+        #   subscription _INBOX.<id>.* and every reply _INBOX.<id>.<n>), what the wildcards
+        #   below match depends only on how many tokens remain, none of them empty (an empty
+        #   token matches nothing): ``tails``, by that count.
         node = self._root
         i = 0
         result = None
-        while node.star is None and i < n:
+        while i < n:
             tok = tokens[i]
             if not tok:
                 break
             child = node.children.get(tok)
+            star = node.star
             if child is None:
-                result = node.tail
-                if result is None:
-                    result = node.tail = MatchResult()
-                    self._collect(self._root, tokens, 0, n, result)
-                    self._memos.append(node)
+                if star is None:
+                    result = node.tail
+                    if result is None:
+                        result = node.tail = MatchResult()
+                        self._collect(self._root, tokens, 0, n, result)
+                        self._memos.append(node)
+                elif b"" not in tokens:
+                    tails = node.tails
+                    if tails is None:
+                        if _has_literal(star):
+                            break
+                        tails = node.tails = {}
+                        self._memos.append(node)
+                    result = tails.get(n - i)
+                    if result is None:
+                        result = tails[n - i] = MatchResult()
+                        self._collect(self._root, tokens, 0, n, result)
+                break
+            if star is not None:
                 break
             node = child
             i += 1
@@ -332,6 +361,15 @@ class Sublist:
             if node.gt:
                 stack.append(node.gt)
         return out
+
+
+def _has_literal(node: _Node) -> bool:
+    """Has ``node`` a literal child anywhere below it (through ``*`` and ``>`` as well)?"""
+    if node.children:
+        return True
+    if node.star is not None and _has_literal(node.star):
+        return True
+    return node.gt is not None and _has_literal(node.gt)
 
 
 def _add(node: _Node, result: MatchResult) -> None:
