@@ -83,10 +83,11 @@ def test_version_and_help_do_not_import_the_server():
 
 #: Modules the ``minijs -js -sd DIR`` command (what harnesses spawn) has no use for before it
 #: is ready: the types of users and accounts (none configured), tempfile and shutil (the store
-#: directory exists; nothing is deleted), the compressors of message-trace events, the
-#: monitor, the config-file parser, and the JetStream API, streams and stores.
-CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "gzip", "bz2", "lzma",
-                "minijs.protocol.snappy") + DEFERRED
+#: directory exists; nothing is deleted), pathlib (no stream to recover), the compressors of
+#: message-trace events, the monitor, the config-file parser, and the JetStream API, streams
+#: and stores.
+CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "pathlib", "urllib.parse",
+                "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
 
 
 def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path):

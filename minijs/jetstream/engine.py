@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.config import AccountLimits, JetStreamLimitOpts
@@ -30,6 +29,8 @@ from minijs.jetstream.store import stream_store_path
 from minijs.jetstream.storedir import StoreDirError, check_store_dir
 
 if TYPE_CHECKING:  # imported when the first stream is created or recovered (a fast start)
+    from pathlib import Path
+
     from minijs.jetstream.configs import StreamConfig
     from minijs.jetstream.replication import Replicator
     from minijs.jetstream.stream import Stream
@@ -148,6 +149,8 @@ class JetStreamGroup:
     def store_root(self) -> Path | None:
         """``<store>/jetstream``: the directory holding each account's streams (the private
         temporary directory's without a store directory; None before one exists)."""
+        from pathlib import Path
+
         base = self.store_dir or next((e.temp_dir for e in self.engines.values() if e.temp_dir),
                                       None)
         return Path(base) / "jetstream" if base else None
@@ -185,6 +188,8 @@ class JetStreamGroup:
         config: dict[str, Any] = {"max_memory": max_mem, "max_storage": max_sto}
         if self.store_dir:
             # nats-server keeps its streams (and reports its store) under <store_dir>/jetstream
+            from pathlib import Path
+
             config["store_dir"] = str(Path(self.store_dir) / "jetstream")
         config.update(self.config_extras())
         return {
@@ -279,7 +284,7 @@ class JetStream:
         """Recover the file streams and start; ``banner``: log the server's JetStream start
         lines (once per server: the engines of several accounts share them)."""
         if self.store_dir:
-            Path(self.store_dir).mkdir(parents=True, exist_ok=True)
+            os.makedirs(self.store_dir, exist_ok=True)
             self._recover()
         elif self._temp_dir is not None:
             self._recover()
@@ -395,6 +400,12 @@ class JetStream:
 
     def _recover(self) -> None:
         """Reopen every file stream found under the store directory, then its consumers."""
+        # A store without streams yet is found so without pathlib (not imported before it is
+        # needed); the layout is stream_store_path's.
+        base = self.store_dir or self._temp_dir
+        if base is None or not os.path.isdir(os.path.join(base, "jetstream", self.account_name,
+                                                          "streams")):
+            return
         root = self._streams_dir()
         if not root.is_dir():
             return

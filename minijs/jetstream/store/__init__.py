@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from minijs.jetstream.store.base import (
         IndexedStore,
         SequenceMismatchError,
@@ -80,6 +81,8 @@ __all__ = [
 
 def stream_store_path(store_dir: str | os.PathLike[str], stream: str, account: str = "$G") -> Path:
     """nats-server's layout: ``<store_dir>/jetstream/<account>/streams/<stream>``."""
+    from pathlib import Path
+
     return Path(store_dir) / "jetstream" / account / "streams" / stream
 
 
