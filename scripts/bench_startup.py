@@ -10,7 +10,9 @@ In-process: ``Server(port=0)``, ``await start()``, then a TCP connect that reads
 connections`` line names the port and a TCP connect there has read the INFO line; both for
 ``minijs``/``nats-server`` with and without ``-js``, interleaved so a busy machine hurts both
 alike. Beside them, the interpreter's own floor (``python -c pass`` and ``python -S -c pass``):
-no Python server can be spawned faster than that. The fixture: an in-process JetStream server,
+no Python server can be spawned faster than that; and the asyncio floor, the least an asyncio
+server in Python does (import asyncio, listen, log the listening line, write ``INFO {}`` to
+each client), spawned and timed to INFO exactly as the servers are, plain and with ``-I -S``. The fixture: an in-process JetStream server,
 a nats-py client, 10 memory streams created, then the client closed and the server stopped.
 Fresh servers: ``--fresh`` times start, connect (read INFO), stop, summed. ``--loop NAME``
 spawns ``minijs --loop NAME``; with two names the second adds rows ``minijs --loop NAME``. Prints a plain-text
@@ -46,6 +48,20 @@ FRESH_GOAL_S = 10.0  # 1,000 fresh servers
 SPAWN_GOAL_RATIO = 3.0  # minijs -js spawn -> INFO within 3x nats-server's
 
 _LISTEN_RE = re.compile(rb"Listening for client connections on (\S+):(\d+)")
+
+#: The asyncio floor: a server that imports asyncio, listens, logs nats-server's listening line
+#: and writes an INFO line to each client. minijs cannot be spawned faster than this.
+ASYNCIO_FLOOR = """\
+import asyncio, sys
+async def main():
+    def hello(reader, writer):
+        writer.write(b"INFO {}\\r\\n")
+    server = await asyncio.start_server(hello, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    print(f"Listening for client connections on 127.0.0.1:{port}", file=sys.stderr, flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -265,9 +281,13 @@ def main() -> int:
                                        "-sd", os.path.join(store, "n")]
     floors = {"python -c pass": [sys.executable, "-c", "pass"],
               "python -S -c pass": [sys.executable, "-S", "-c", "pass"]}
+    servers = {"python -c <asyncio server>": [sys.executable, "-c", ASYNCIO_FLOOR],
+               "python -I -S -c <asyncio server>": [sys.executable, "-I", "-S", "-c",
+                                                    ASYNCIO_FLOOR]}
     ready: dict[str, list[float]] = {name: [] for name in commands}
     info: dict[str, list[float]] = {name: [] for name in commands}
     floor: dict[str, list[float]] = {name: [] for name in floors}
+    floor_info: dict[str, list[float]] = {name: [] for name in servers}
     run_once(minijs_argv() + ["-v"], env)  # writes the bytecode cache; not counted
     try:
         for _ in range(args.spawns):  # interleaved: load on the machine hits all alike
@@ -276,6 +296,8 @@ def main() -> int:
                 info[name].append(spawn_until_info(argv, env))
             for name, argv in floors.items():
                 floor[name].append(run_once(argv, env))
+            for name, argv in servers.items():
+                floor_info[name].append(spawn_until_info(argv, env))
     finally:
         shutil.rmtree(store, ignore_errors=True)
 
@@ -295,6 +317,9 @@ def main() -> int:
         rows.append((f"{name} spawn -> INFO read on its port ({args.spawns} runs)", info[name]))
     for name in floors:
         rows.append((f"interpreter floor: {name} ({args.spawns} runs)", floor[name]))
+    for name in servers:
+        rows.append((f"asyncio floor: {name} spawn -> INFO ({args.spawns} runs)",
+                     floor_info[name]))
     width = max(len(name) for name, _ in rows)
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpus"
           + (f", bytecode cache in {env['PYTHONPYCACHEPREFIX']}"
@@ -311,14 +336,18 @@ def main() -> int:
     fixture_median = statistics.median(fixture["total"])
     js_info = statistics.median(info["minijs -js"])
     py_floor = statistics.median(floor["python -c pass"])
+    aio_floor = statistics.median(floor_info["python -c <asyncio server>"])
     print(f"interpreter floor (python -c pass) median: {py_floor:.1f} ms; minijs -js spawn -> "
           f"INFO above it: {js_info - py_floor:.1f} ms")
+    print(f"asyncio floor (an asyncio server that only writes INFO) median: {aio_floor:.1f} ms; "
+          f"minijs -js spawn -> INFO above it: {js_info - aio_floor:.1f} ms")
     if nats_bin:
         real = statistics.median(info["nats-server -js"])
         ratio = js_info / real
         print(f"minijs -js / nats-server -js, spawn -> INFO (medians): {ratio:6.1f}x "
               f"(min/min {min(info['minijs -js']) / min(info['nats-server -js']):.1f}x; "
-              f"the interpreter floor alone is {py_floor / real:.1f}x)")
+              f"the interpreter floor alone is {py_floor / real:.1f}x, the asyncio floor "
+              f"{aio_floor / real:.1f}x)")
         verdict = "met" if ratio <= SPAWN_GOAL_RATIO else "MISSED"
         print(f"goal: minijs -js spawn -> INFO within {SPAWN_GOAL_RATIO:g}x nats-server's: "
               f"{verdict}")
