@@ -83,8 +83,13 @@ def append(block: bytes | None, pairs: list[tuple[str, str]]) -> bytes:
     return body + extra + b"\r\n"
 
 
+_PLAIN_FIRST_LINE = HEADER_LINE + b"\r\n"
+
+
 def strip_status(block: bytes) -> bytes:
     """Drop any status text from the ``NATS/1.0`` line (what a stream stores)."""
+    if block.startswith(_PLAIN_FIRST_LINE):
+        return block  # the usual case, without copying the block
     first, sep, rest = block.partition(b"\r\n")
     if first == HEADER_LINE:
         return block

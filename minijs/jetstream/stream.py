@@ -84,6 +84,8 @@ MAX_HEADER_SIZE = 64 * 1024 - 1
 #: Within one burst of file-stream publishes, commit and ack at least every this many messages.
 ACK_GROUP = 64
 _SECOND = 1_000_000_000
+#: a header block that may start an atomic batch (checked before parsing the block)
+_BATCH_ID = H.BATCH_ID.encode()
 #: Subjects whose consumers ``_release_signals`` remembers at most.
 _SIGNAL_CACHE = 4096
 
@@ -397,7 +399,7 @@ class Stream:
             subject = self._transform.apply(subject) or subject
         if cfg.sealed:
             raise E.stream_sealed()
-        if hdr and not fast_batch and H.BATCH_ID.encode() in hdr:
+        if hdr and not fast_batch and _BATCH_ID in hdr:
             batch_id = H.parse(H.strip_status(hdr)).get(H.BATCH_ID)
             if batch_id:
                 # A batch message goes down nats-server's batch path: size first, then the
