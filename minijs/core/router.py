@@ -289,7 +289,11 @@ class Router(InternalSubscriptions):
             sublist = self.sublist
         if sublist.links is not None:
             return sublist.links.publish(subject, reply, header, payload, origin)
-        result = sublist.match(subject)
+        result = sublist.cache.get(subject)  # sublist.match(subject), its cache hit inlined
+        if result is None:
+            result = sublist.match(subject)
+        else:
+            sublist.cache_hits += 1
         groups = result.groups
         delivered = 0
         if result.plain or groups:
@@ -456,7 +460,11 @@ class Router(InternalSubscriptions):
     def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
                       hdr: bytes | None, data: bytes) -> int:
         """:meth:`deliver_as` within one account's ``sublist`` (no fault rules, no imports)."""
-        result = sublist.match(target)
+        result = sublist.cache.get(target)  # sublist.match(target), its cache hit inlined
+        if result is None:
+            result = sublist.match(target)
+        else:
+            sublist.cache_hits += 1
         groups = result.groups
         delivered = 0
         for sub in result.plain:

@@ -7,6 +7,11 @@ subjects are not validated (unless the client is pedantic): a published ``*`` to
 a literal against subscriptions.
 
 Functions take ``bytes`` (the wire form) or ``str``.
+
+A byte is looked for as an integer (``62 in subject``) and a longer run with ``partition``
+(``subject.partition(b"..")[1]``): CPython's ``bytes in bytes`` first tries the needle as an
+integer and pays for the failure (~100 ns), and ``find`` parses its arguments (~50 ns); partition
+takes one argument directly (~25 ns).
 """
 from __future__ import annotations
 
@@ -110,7 +115,7 @@ def is_subset(sub: bytes | str, sup: bytes | str) -> bool:
 def has_empty_token(subject: bytes) -> bool:
     """Empty, or an empty token (``a..b``, ``.a``, ``a.``): nats-server's sublist matches
     nothing for such a subject, so a publish to it reaches no one."""
-    return not subject or subject[0] == 46 or subject[-1] == 46 or b".." in subject
+    return not subject or subject[0] == 46 or subject[-1] == 46 or bool(subject.partition(b"..")[1])
 
 
 def is_subscribable(subject: bytes) -> bool:
@@ -118,6 +123,6 @@ def is_subscribable(subject: bytes) -> bool:
     the last token; any other byte is fine."""
     if has_empty_token(subject):
         return False
-    if b">" not in subject:
+    if 62 not in subject:  # ">"
         return True
     return b">" not in subject.split(b".")[:-1]

@@ -24,7 +24,7 @@ class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
     __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
-                 "on_traced")
+                 "on_traced", "frame_subject", "frame_prefix")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -41,6 +41,11 @@ class Subscription:
         #: header, payload, origin)`` records its own events (a stream's ``js``, the JetStream
         #: API's ``si``) and returns False when the message went no further.
         self.on_traced: Callable[..., bool | None] | None = None
+        #: A client subscription's ``MSG <subject> <sid> `` for the subject it was last
+        #: delivered (``frame_subject``): a connection frames a message from it without
+        #: formatting the line again (see :meth:`minijs.core.connection.Connection.deliver`).
+        self.frame_subject: bytes | None = None
+        self.frame_prefix = b""
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""
@@ -141,7 +146,9 @@ class Sublist:
 
     def __init__(self) -> None:
         self._root = _Node()
-        self._cache: dict[bytes, MatchResult] = {}
+        #: subject -> its MatchResult. The router reads it directly on its hot path (a hit
+        #: there counts in ``cache_hits`` as one here does); only the sublist writes it.
+        self.cache: dict[bytes, MatchResult] = {}
         self.count = 0
         #: Counters /subsz reports (nats-server's SublistStats): each costs one integer add on
         #: a path that already does far more work (insert, remove, a cache lookup).
@@ -228,7 +235,7 @@ class Sublist:
         self._memos = []
 
     def _invalidate(self, pattern: bytes) -> None:
-        cache = self._cache
+        cache = self.cache
         if not cache:
             return
         if 42 not in pattern and 62 not in pattern:  # no "*" or ">" (integers: cheaper)
@@ -240,7 +247,7 @@ class Sublist:
 
     def match(self, subject: bytes) -> MatchResult:
         """Every subscription whose subject matches ``subject`` (its tokens taken literally)."""
-        cached = self._cache.get(subject)
+        cached = self.cache.get(subject)
         if cached is not None:
             self.cache_hits += 1
             return cached
@@ -292,11 +299,11 @@ class Sublist:
         if result is None:
             result = MatchResult()
             self._collect(self._root, tokens, 0, n, result)
-        if len(self._cache) >= CACHE_MAX:
+        if len(self.cache) >= CACHE_MAX:
             # Drop an arbitrary old half rather than scanning for the least used.
-            for key in list(self._cache)[: CACHE_MAX // 2]:
-                del self._cache[key]
-        self._cache[subject] = result
+            for key in list(self.cache)[: CACHE_MAX // 2]:
+                del self.cache[key]
+        self.cache[subject] = result
         return result
 
     def _collect(self, node: _Node, tokens: list[bytes], i: int, n: int,
@@ -323,7 +330,7 @@ class Sublist:
         """nats-server's ``SublistStats``: counts, cache use and fan-out over cached results
         (a queue group counts as one, as ``len(psubs) + len(qsubs)`` does in Go)."""
         matches = self.cache_hits + self.cache_misses
-        cache = self._cache
+        cache = self.cache
         total = max_fanout = 0
         for result in cache.values():
             fanout = len(result.plain) + len(result.groups)
@@ -342,7 +349,7 @@ class Sublist:
         }
 
     def has_interest(self, subject: bytes) -> bool:
-        result = self._cache.get(subject)
+        result = self.cache.get(subject)
         if result is None:
             result = self.match(subject)
         return bool(result.plain or result.groups)

@@ -143,9 +143,9 @@ def is_pedantic_literal(subject: bytes) -> bool:
     """What a pedantic client may publish to (nats-server's IsValidLiteralSubject): no empty
     token and no token that is exactly ``*`` or ``>``; any other byte, white space included,
     is fine."""
-    if not subject or subject[0] == 46 or subject[-1] == 46 or b".." in subject:
+    if not subject or subject[0] == 46 or subject[-1] == 46 or subject.partition(b"..")[1]:
         return False
-    if b"*" not in subject and b">" not in subject:
+    if 42 not in subject and 62 not in subject:  # "*", ">" (as integers: far cheaper)
         return True
     for tok in subject.split(b"."):
         if tok == b"*" or tok == b">":

@@ -40,6 +40,23 @@ def msg(subject: bytes, sid: bytes, reply: bytes | None, payload: bytes) -> byte
     return b"MSG %b %b %d\r\n%b\r\n" % (subject, sid, len(payload), payload)
 
 
+#: ``<size>\r\n`` lines already built, by size (at most SIZE_LINES_MAX of them): the end of a
+#: MSG line for a payload of that size, framed in pieces (see
+#: :meth:`minijs.core.connection.Connection.deliver`).
+SIZE_LINES: dict[int, bytes] = {}
+SIZE_LINES_MAX = 4096
+
+
+def size_line(size: int) -> bytes:
+    """``b"<size>\r\n"``, remembered in :data:`SIZE_LINES` while there is room."""
+    line = SIZE_LINES.get(size)
+    if line is None:
+        line = b"%d\r\n" % size
+        if len(SIZE_LINES) < SIZE_LINES_MAX:
+            SIZE_LINES[size] = line
+    return line
+
+
 class Sized(bytes):
     """A client's payload whose size tokens had leading zeros (``PUB s 007``): nats-server
     repeats the client's own tokens in the MSG/HMSG lines of that publish, so they travel
