@@ -92,8 +92,11 @@ class AckTracking:
                 return
         except ValueError:
             return
-        self._last_request = self.clock.monotonic()
-        if not payload:  # nats-py's msg.ack(): an empty body
+        if self._dtimer is not None:
+            # Activity for the inactivity check (the only reader of _last_request), which is
+            # armed whenever it can matter: reading the clock costs more than the ack.
+            self._last_request = self.clock.monotonic()
+        if not payload or payload == b"+ACK":  # empty (nats-py), +ACK (the Go and C clients)
             self._ack(sseq, dseq, dc)
             if reply:
                 self._confirm(reply)
@@ -159,8 +162,11 @@ class AckTracking:
         if self._persist and not self._save_scheduled:  # _changed()
             self._schedule_save()
         if self.stream.config.retention == "limits":  # _after_acks() has nothing to remove
-            if wake:
-                self._wake()
+            if wake:  # _wake(), inlined
+                if self._dsubj:
+                    self._push()
+                elif self.waiting:
+                    self._dispatch()
         else:
             self._after_acks((sseq,), wake)
 

@@ -300,6 +300,7 @@ class PullDelivery:
         plain = policy == "none"
         pinned = policy == "pinned_client"
         prioritized = policy == "prioritized"
+        headers_only = self.config.headers_only
         while waiting and not self.closed:
             wr = waiting[0]
             if not has_interest(wr.reply):
@@ -310,7 +311,10 @@ class PullDelivery:
                 break
             sm, dc = nxt
             subject = sm.subject.encode()
-            hdr, data = self._payload(sm)
+            if headers_only:
+                hdr, data = self._payload(sm)
+            else:
+                hdr, data = sm.hdr, sm.data
             size = 0
             if plain:
                 # The head request takes it (its interest was just checked), budget allowing.
@@ -340,11 +344,12 @@ class PullDelivery:
                 wr.hb_timer.cancel()
                 wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
             if wr.n > 0:
-                if prioritized and len(waiting) > 1:
-                    waiting.popleft()
-                    self._insert_by_priority(wr)
-                else:
-                    waiting.rotate(-1)
+                if len(waiting) > 1:  # (alone, it stays the head)
+                    if prioritized:
+                        waiting.popleft()
+                        self._insert_by_priority(wr)
+                    else:
+                        waiting.rotate(-1)
             else:
                 self._finish(wr)
                 if wr.b > 0:

@@ -83,21 +83,30 @@ class PushDelivery:
     def _push(self) -> None:
         """Deliver to the deliver subject while there is interest, nothing pauses it, flow
         control has room and the rate limit allows."""
-        if not self._dsubj or self._pushing or self.feeder is not None:
+        if not self._dsubj or self._pushing or self._feeder is not None:
             return  # (a feeder: a mirror's or source's link delivers by reading the store)
         self._pushing = True
         try:
             while not self.closed and self.active:
+                cfg = self.config
                 if self.maxpb > 0 and self.pbytes > self.maxpb:
                     break
-                if self._rl_timer is not None or self.is_paused():
+                if self._rl_timer is not None or (cfg.pause_until and self.is_paused()):
+                    break
+                # No room under max_ack_pending and nothing due for redelivery: _peek would
+                # say None (checked first here, as every ack wakes this loop).
+                if (0 < cfg.max_ack_pending <= len(self.pending) and not self.rdq
+                        and cfg.ack_policy != "none"):
                     break
                 nxt = self._peek()
                 if nxt is None:
                     break
                 sm, dc = nxt
                 subject = sm.subject.encode()
-                hdr, data = self._payload(sm)
+                if cfg.headers_only:
+                    hdr, data = self._payload(sm)
+                else:
+                    hdr, data = sm.hdr, sm.data
                 size = 0
                 if self.maxpb > 0 or self._rl_rate > 0:
                     ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
@@ -110,7 +119,8 @@ class PushDelivery:
                         self._rl_timer = self.clock.call_later(wait, self._rate_ready)
                         break
                 self._deliver(self._dsubj, subject, hdr, data, sm, dc)
-                self._last_out = self.clock.monotonic()
+                if self._hb_timer is not None:  # idle heartbeats: the only reader of _last_out
+                    self._last_out = self.clock.monotonic()
                 if self.maxpb > 0:
                     self.pbytes += size
                     if not self.fcid and self.pbytes > self.maxpb // 2:
