@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
-from minijs.core.imports import account_report
 from minijs.protocol.gostrings import go_quote
 
 if TYPE_CHECKING:
@@ -688,6 +687,8 @@ class Monitor:
         stats = self._sublist_stats(acc)
         detail["subscriptions"] = stats["num_subscriptions"]
         # mappings, exports, imports (account_report), then responses after sublist_stats
+        from minijs.core.imports import account_report  # /accountz only: not at start
+
         before, after = account_report(server.config, acc,
                                        getattr(server, "account_links", {}).get(acc))
         detail.update(before)

@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 DEFERRED = ("minijs.jetstream.api", "minijs.jetstream.consumer_api", "minijs.jetstream.stream",
@@ -90,10 +92,17 @@ CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "pathlib", "urllib.pa
                 "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
 
 
-def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path):
+@pytest.mark.parametrize("monitor", [False, True], ids=["plain", "with -m"])
+def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path, monitor):
     """The command itself (``cli.main``), in an interpreter started with ``-S`` so the modules
     ``site`` imports (an editable install's import hook pulls in pathlib, for one) cannot hide
-    ours; the store directory already exists, as on a harness's second start."""
+    ours; the store directory already exists, as on a harness's second start. With ``-m`` the
+    monitor is there, but what only ``/accountz`` uses (account exports and imports) is not."""
+    deferred = CLI_DEFERRED + ("minijs.core.imports",)
+    flags = ["-js", "-a", "127.0.0.1", "-p", "-1"]
+    if monitor:
+        deferred = tuple(m for m in deferred if m != "minijs.monitor")
+        flags += ["-m", "-1"]
     store = tmp_path / "store"
     (store / "jetstream").mkdir(parents=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -106,17 +115,18 @@ def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path):
         def info(self, text):
             said(self, text)
             if text == "Server is ready":
-                print(sorted(m for m in {CLI_DEFERRED!r} if m in sys.modules))
+                print(sorted(m for m in {deferred!r} if m in sys.modules))
                 os.kill(os.getpid(), signal.SIGTERM)
 
         log.Logger.info = info
-        sys.exit(cli.main(["-js", "-a", "127.0.0.1", "-p", "-1", "-sd", {str(store)!r}]))
+        sys.exit(cli.main({flags!r} + ["-sd", {str(store)!r}]))
     """)
     proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "Server Exiting.." in proc.stderr
     assert proc.stdout.strip() == "[]"
+    assert ("Starting http monitor" in proc.stderr) == monitor
     assert os.listdir(store / "jetstream") == []  # the writable probe left nothing behind
 
 
