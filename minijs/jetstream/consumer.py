@@ -806,30 +806,31 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         """Commit the delivery of ``sm`` (position, pending, counters) and send it."""
         now = self.clock.time_ns()
         seq = sm.seq
+        ts = sm.ts
         dseq = self.dseq
         self.dseq = dseq + 1
-        self._lts = sm.ts
+        self._lts = ts
         self._replay_pass = False
+        lps = self._lps
         if dc > 1:
             self.rdq.pop(0)
-        elif self._lps and self._lps[0] == seq:
-            self._lps.popleft()
-            if not self._lps:
+        elif lps and lps[0] == seq:
+            lps.popleft()
+            if not lps:
                 self.sseq = max(seq + 1, self._lps_resume)
                 self._npc_valid = False
             else:
                 self.sseq = seq + 1  # nats-server: right after the delivered one
+        elif self._npc_valid:
+            if self._lazy:
+                self._np_sync()  # count what was announced before the position moves
+            self.sseq = seq + 1
+            if self._npc > 0:
+                self._npc -= 1
         else:
-            if self._npc_valid:
-                if self._lazy:
-                    self._np_sync()  # count what was announced before the position moves
-                self.sseq = seq + 1
-                if self._npc > 0:
-                    self._npc -= 1
-            else:
-                self.sseq = seq + 1
+            self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
-        pending = (self._npc if self._npc_valid and not self._lps
+        pending = (self._npc if self._npc_valid and not lps
                    and self._np_rm == self.stream.rm_epoch else self.num_pending())
         self.delivered_at = now
         cfg = self.config
@@ -866,7 +867,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._persist and not self._save_scheduled:
             self._schedule_save()
         # _ack_subject(dc, sm, dseq, pending), inlined
-        ack = f"{self._ack_prefix}{dc}.{seq}.{dseq}.{sm.ts}.{pending}".encode()
+        ack = f"{self._ack_prefix}{dc}.{seq}.{dseq}.{ts}.{pending}".encode()
         self.server.deliver_as(reply, subject, ack, hdr, data)
         if policy == "none" and self.stream.config.retention != "limits":
             self._maybe_remove(seq, sm.subject)
