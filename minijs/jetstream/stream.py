@@ -353,9 +353,18 @@ class Stream:
                         + b',"seq":0}')
                 self.server.publish(reply, None, None, body)
             return
+        # _send_ack and _after_publish, inlined (this runs once per published message)
+        store = self.store
         if ack is not None and reply and not self.config.no_ack:
-            self._send_ack(reply, ack)
-        self._after_publish()
+            if store.pending_writes:
+                self._send_ack(reply, ack)
+            else:
+                self.server.publish(reply, None, None, ack)
+        if self._signals:
+            if store.pending_writes:
+                self.engine.mark_dirty(self)  # announced by flush(), after the commit
+            else:
+                self._release_signals()
 
     def _send_ack(self, reply: bytes, ack: bytes) -> None:
         """Answer a publish now, or after the commit of the writes it made (file streams)."""
