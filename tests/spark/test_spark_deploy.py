@@ -52,9 +52,9 @@ def run_job(mode: str, urls: dict[str, str], tmp_path: Path, **env: str) -> dict
 
 def _discoverable(tmp_path: Path) -> dict[str, str]:
     """PYTHONPATH for Spark's Python workers such that ``pyspark_minijs`` is a top-level module
-    on a path entry, as a regular install (``pip install 'minijs[spark]'``) puts it in
-    site-packages. An editable install serves its packages through an import hook, which
-    PySpark's scan (``pkgutil.iter_modules``) does not see; there the directory is added."""
+    on a path entry of its own, as a regular install (``pip install 'minijs[spark]'``) puts it
+    in site-packages: what PySpark's scan (``pkgutil.iter_modules``) lists. (The editable
+    install is a path entry too, the checkout; the test does not rely on that.)"""
     import pyspark_minijs
 
     package = Path(pyspark_minijs.__file__).parent
