@@ -269,6 +269,30 @@ async def test_pull_requests_and_acks_keep_ephemeral(nc: Any, clock: VirtualCloc
     assert (await info(nc, name))["error"]["err_code"] == 10014
 
 
+async def test_pull_ack_alone_keeps_ephemeral(nc: Any, clock: VirtualClock) -> None:
+    # The ack (1.9 s) is the last activity: the check at 2 s waits until 3.9 s. Its deadline
+    # (ack wait 1 s) does not keep the consumer: without the ack it would go at 2.1 s.
+    await stream(nc, msgs=1)
+    out = await consumer(nc, name="", ack_policy="explicit", inactive_threshold=2 * S,
+                         ack_wait=1 * S)
+    name = out["name"]
+    inbox = await nc.subscribe("pull.>")
+    clock.advance(0.1)
+    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.S.{name}", b"", reply="pull.0")
+    await settle(nc)
+    [msg] = drain(inbox)
+    clock.advance(1.8)
+    await nc.publish(msg.reply, b"+ACK")
+    await settle(nc)
+    assert (await info(nc, name))["num_ack_pending"] == 0
+    clock.advance(1.1)  # 3.0 s: the ack at 1.9 s is recent activity
+    await settle(nc)
+    assert "error" not in await info(nc, name)
+    clock.advance(1.0)  # 4.0 s: two seconds without activity
+    await settle(nc)
+    assert (await info(nc, name))["error"]["err_code"] == 10014
+
+
 async def test_durable_without_threshold_is_kept(nc: Any, clock: VirtualClock) -> None:
     await stream(nc)
     await consumer(nc, deliver_subject="dl.d")
