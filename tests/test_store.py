@@ -624,6 +624,33 @@ def test_subject_matching():
     assert subject_matches("a*.b", "a*.b") and not subject_matches("a*.b", "ax.b")
     assert subject_has_wildcard("a.*") and subject_has_wildcard(">")
     assert not subject_has_wildcard("a*.b>") and not subject_has_wildcard("a.b")
+    assert subject_matches("a.b.>", "a.b.c.d") and not subject_matches("a.b.>", "a.bc.d")
+    assert not subject_matches("a.b.>", "a.b") and not subject_matches("a.>", "ab.c")
+
+
+_TOKENS = st.sampled_from(["a", "b", "ab", "*", ">", "", "a*"])
+
+
+@given(st.lists(_TOKENS, min_size=1, max_size=5), st.lists(_TOKENS, min_size=1, max_size=6))
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+def test_filter_matching_agrees_with_a_token_walk(ftoks, stoks):
+    """Compiled filters (a trailing '>' as a prefix test, literals as equality) agree with the
+    token-by-token rule: '*' one token, '>' at the end one or more, anything else literally."""
+    filt, subject = ".".join(ftoks), ".".join(t for t in stoks if t not in ("*", ">"))
+
+    def walk(ft, st_):
+        for i, f in enumerate(ft):
+            if f == ">":
+                return len(st_) > i
+            if i >= len(st_) or (f != "*" and f != st_[i]):
+                return False
+        return len(ft) == len(st_)
+
+    is_wild = any(t in ("*", ">") for t in ftoks)
+    expected = walk(ftoks, subject.split(".")) if is_wild else filt == subject
+    if filt in ("", ">"):
+        expected = True
+    assert subject_matches(filt, subject) is expected
 
 
 # --------------------------------------------------------------------------------------------

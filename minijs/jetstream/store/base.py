@@ -182,9 +182,7 @@ def subject_matches(filter: str | None, subject: str) -> bool:
     """
     if not filter or filter == ">":
         return True
-    if "*" not in filter and ">" not in filter:
-        return filter == subject
-    return _tokens_match(filter.split("."), subject)
+    return _compile(filter).match(subject)
 
 
 def _tokens_match(ft: list[str], subject: str) -> bool:
@@ -206,12 +204,15 @@ _ALL, _LIT, _WILD = 0, 1, 2
 class _Filter:
     """A pre-parsed subject filter."""
 
-    __slots__ = ("kind", "text", "prefix", "tokens")
+    __slots__ = ("kind", "text", "prefix", "tokens", "gt_only")
 
     def __init__(self, text: str | None):
         self.text = text
         self.tokens: list[str] = []
         self.prefix = ""
+        #: the only wildcard is the last token, ``>`` (``orders.>``, ``$KV.b.>``): a subject
+        #: matches when it starts with ``prefix`` (its literal tokens and their dots)
+        self.gt_only = False
         if not text or text == ">":
             self.kind = _ALL
             return
@@ -225,13 +226,17 @@ class _Filter:
         # every matching subject starts with the literal tokens before the first wildcard
         first = wild[0]
         self.prefix = ".".join(tokens[:first]) + "." if first else ""
+        self.gt_only = wild == [len(tokens) - 1] and tokens[-1] == ">"
 
     def match(self, subject: str) -> bool:
-        if self.kind == _ALL:
-            return True
-        if self.kind == _LIT:
+        kind = self.kind
+        if kind == _WILD:
+            if self.gt_only:
+                return subject.startswith(self.prefix)
+            return _tokens_match(self.tokens, subject)
+        if kind == _LIT:
             return subject == self.text
-        return _tokens_match(self.tokens, subject)
+        return True
 
 
 _filter_cache: dict[str | None, _Filter] = {}
