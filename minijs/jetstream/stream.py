@@ -360,11 +360,12 @@ class Stream:
                 self._send_ack(reply, ack)
             else:
                 self.server.publish(reply, None, None, ack)
-        if self._signals:
-            if store.pending_writes:
-                self.engine.mark_dirty(self)  # announced by flush(), after the commit
-            else:
-                self._release_signals()
+        if store.pending_writes:
+            # Committed at the end of the turn (then announced), acked or not: a publish
+            # without a reply subject is on disk as soon as nats-server's would be.
+            self.engine.mark_dirty(self)
+        elif self._signals:
+            self._release_signals()
 
     def _send_ack(self, reply: bytes, ack: bytes) -> None:
         """Answer a publish now, or after the commit of the writes it made (file streams)."""
@@ -378,11 +379,10 @@ class Stream:
             self.server.publish(reply, None, None, ack)
 
     def _after_publish(self) -> None:
-        if self._signals:
-            if self.store.pending_writes:
-                self.engine.mark_dirty(self)  # announced by flush(), after the commit
-            else:
-                self._release_signals()
+        if self.store.pending_writes:
+            self.engine.mark_dirty(self)  # committed, then announced, at the end of the turn
+        elif self._signals:
+            self._release_signals()
 
     def _ingest_refused(self, reply: bytes | None) -> None:
         """A message larger than ``jetstream { max_buffered_size }`` never fits nats-server's
