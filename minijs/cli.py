@@ -252,6 +252,13 @@ def build_config(given: dict[str, Any]) -> Any:
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)
+    if config.lame_duck_grace_period >= config.lame_duck_duration:  # nats-server's validateOptions
+        from minijs.jetstream.jsonfmt import go_duration
+
+        raise UsageError(f"lame duck grace period "
+                         f"({go_duration(round(config.lame_duck_grace_period * 1e9))}) should be "
+                         f"strictly lower than lame duck duration "
+                         f"({go_duration(round(config.lame_duck_duration * 1e9))})")
     return config
 
 
@@ -369,19 +376,34 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
     stop_requested = asyncio.Event()
     main_task = asyncio.current_task()
 
+    lame_duck: list[asyncio.Task[None]] = []
+
     def on_signal(name: str) -> None:
         logger.info(f'Trapped "{name}" signal')
+        if name == "terminated" and server.lame_duck:
+            return  # nats-server: SIGTERM does not cut a lame duck mode short
         if stop_requested.is_set():  # a second signal: stop waiting for a graceful shutdown
             assert main_task is not None
             main_task.cancel()
         stop_requested.set()
 
+    async def lame_duck_then_stop() -> None:
+        await server.lame_duck_mode()
+        stop_requested.set()
+
+    def on_lame_duck_signal() -> None:
+        logger.info('Trapped "user defined signal 2" signal')
+        if server.running and not server.lame_duck:
+            lame_duck.append(asyncio.ensure_future(lame_duck_then_stop()))
+
     installed: list[int] = []
-    for signum, name in ((signal.SIGTERM, "terminated"), (signal.SIGINT, "interrupt")):
+    for signum, handler, args in ((signal.SIGTERM, on_signal, ("terminated",)),
+                                  (signal.SIGINT, on_signal, ("interrupt",)),
+                                  (signal.SIGUSR2, on_lame_duck_signal, ())):
         try:
-            loop.add_signal_handler(signum, on_signal, name)
+            loop.add_signal_handler(signum, handler, *args)
             installed.append(signum)
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - not on this platform
+        except (NotImplementedError, RuntimeError, AttributeError):  # pragma: no cover
             pass
     try:
         if config.pid_file:  # before "Server is ready", as nats-server does

@@ -190,6 +190,10 @@ class ServerConfig:
     max_pending: int = 64 * 1024 * 1024  # outbound bytes before a slow consumer is cut
     write_deadline: float = 10.0
     ping_interval: float = 120.0
+    #: Lame duck mode (``SIGUSR2``): clients are closed over this many seconds, after the
+    #: grace period (nats-server's ``lame_duck_duration`` / ``lame_duck_grace_period``).
+    lame_duck_duration: float = 120.0
+    lame_duck_grace_period: float = 10.0
     ping_max: int = 2
     max_connections: int = 65536
     max_subscriptions: int = 0  # 0 = unlimited

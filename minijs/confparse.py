@@ -564,6 +564,19 @@ class _Mapper:
                 c["ping_max"] = self.int_(e)
             elif k in ("ping_interval", "write_deadline"):
                 c[k] = self.duration(e)
+            elif k == "lame_duck_duration":
+                dur = self.duration(e)
+                if dur < 30:
+                    from minijs.jetstream.jsonfmt import go_duration
+
+                    raise self.fail(e.node, f"invalid lame_duck_duration of "
+                                            f"{go_duration(round(dur * 1e9))}, minimum is 30 seconds")
+                c[k] = dur
+            elif k == "lame_duck_grace_period":
+                dur = self.duration(e)
+                if dur < 0:
+                    raise self.fail(e.node, "invalid lame_duck_grace_period, needs to be positive")
+                c[k] = dur
             elif k in ("authorization", "authentication"):
                 self.authorization(e)
             elif k == "accounts":
@@ -1431,8 +1444,8 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "no_system_account", "no_sys_acc", "operator", "operators",
         "trusted", "trusted_keys", "resolver", "resolver_preload", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
-        "syslog", "remote_syslog", "prof_port", "ports_file_dir", "lame_duck_duration",
-        "lame_duck_grace_period", "client_advertise", "max_traced_msg_len",
+        "syslog", "remote_syslog", "prof_port", "ports_file_dir", "client_advertise",
+        "max_traced_msg_len",
         "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
         "reconnect_error_reports", "server_tags", "default_js_domain", "logfile_size_limit",
         "log_size_limit", "logfile_max_num", "log_max_files", "max_closed_clients", "ocsp",

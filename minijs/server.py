@@ -75,6 +75,8 @@ class Server(Router):
         self._faults: FaultInjector | None = None
         self._ports_file: str | None = None
         self._shared_temp_dir: str | None = None
+        #: In lame duck mode (:meth:`lame_duck_mode`): no new clients, closing the others.
+        self.lame_duck = False
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -141,6 +143,61 @@ class Server(Router):
         await self._shutdown(keep_files=False)
         assert self._stopped is not None
         self._stopped.set()
+
+    async def lame_duck_mode(self) -> None:
+        """nats-server's lame duck mode (``SIGUSR2``), then a shutdown: stop accepting clients
+        and shut JetStream down; tell each client that takes async INFO (protocol 1, past its
+        first PING) with an INFO carrying ``"ldm":true``; after ``lame_duck_grace_period``,
+        close the clients one at a time, spread over the rest of ``lame_duck_duration`` (each
+        pause a random part of its share, at least half of it and at most 1 s); then stop.
+        Returns at once if the server is not running or already in lame duck mode, and early
+        if the server is stopped meanwhile. Timers on the server clock."""
+        if not self.running or self.lame_duck:
+            return
+        import random
+
+        from minijs.protocol import wire
+
+        config = self.config
+        self.lame_duck = True
+        self.log.info("Entering lame duck mode, stop accepting new clients")
+        self.stop_listening()
+        clients = list(self.connections.values())
+        notices = []
+        for conn in clients:
+            if conn.protocol >= 1 and conn.sent_connect_info:
+                fields = self.info_fields(conn, connect_info=True)
+                for key in ("connect_info", "remote_account"):
+                    fields.pop(key, None)
+                tail = {key: fields.pop(key) for key in ("api_lvl", "xkey") if key in fields}
+                fields["ldm"] = True  # nats-server's Info order: after domain, before api_lvl
+                fields.update(tail)
+                notices.append((conn, wire.info(fields)))
+        self._stop_jetstream()  # before the INFO, as nats-server; the INFO still says jetstream
+        if not clients:
+            await self.stop()
+            return
+        grace = config.lame_duck_grace_period
+        spread = config.lame_duck_duration - grace
+        if spread <= 0:
+            spread = 1.0
+        share = min(spread / len(clients), 1.0)
+        for conn, notice in notices:
+            if not conn.closed:
+                conn.send(notice)
+        self.flush_soon()
+        await self.clock.sleep(grace)
+        if not self.running:
+            return
+        self.log.info("Closing existing clients")
+        for i, conn in enumerate(clients):
+            conn.close()
+            if i == len(clients) - 1:
+                break
+            await self.clock.sleep(max(random.uniform(0, share), share / 2))
+            if not self.running:
+                return
+        await self.stop()
 
     async def _shutdown(self, *, keep_files: bool, crash: bool = False) -> str | None:
         """Stop everything; return the private file-stream directory when it is kept."""

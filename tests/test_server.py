@@ -181,3 +181,35 @@ async def test_max_connections():
         r2, w2, _ = await raw_connect(server)
         assert await read_until_closed(r2) == b"-ERR 'maximum connections exceeded'\r\n"
         w1.close()
+
+
+async def test_lame_duck_mode_in_process_on_the_virtual_clock():
+    """Server.lame_duck_mode(): listener closed, an ldm INFO to the protocol-1 client that had
+    its first PONG, nothing to a protocol-0 one, both closed after the grace period (on the
+    server clock), then the server stops."""
+    clock = VirtualClock()
+    server = Server(port=0, clock=clock, jetstream=True, lame_duck_grace_period=5,
+                    lame_duck_duration=30)
+    await server.start()
+    r1, w1, _ = await raw_connect(server, {"verbose": False, "protocol": 1})
+    w1.write(b"PING\r\n")
+    assert await asyncio.wait_for(r1.readline(), 1) == b"PONG\r\n"
+    connect_info = json.loads((await asyncio.wait_for(r1.readline(), 1))[5:])
+    r0, w0, _ = await raw_connect(server, {"verbose": False, "protocol": 0})
+    w0.write(b"PING\r\n")
+    assert await asyncio.wait_for(r0.readline(), 1) == b"PONG\r\n"
+    ldm = asyncio.ensure_future(server.lame_duck_mode())
+    line = await asyncio.wait_for(r1.readline(), 1)
+    info = json.loads(line[5:])
+    assert info["ldm"] is True and info["server_id"] == connect_info["server_id"]
+    assert list(info)[-3:] == ["ldm", "api_lvl", "xkey"]
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+    await asyncio.sleep(0.05)
+    assert not ldm.done() and not r1.at_eof()  # the grace period runs on the virtual clock
+    await clock.advance_async(5)
+    for _ in range(4):
+        await clock.advance_async(1)
+    await asyncio.wait_for(ldm, 2)
+    assert await read_until_closed(r1) == b"" and await read_until_closed(r0) == b""
+    assert not server.running
