@@ -7,9 +7,12 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
-from conformance.helpers import SpawnFn, connect_line
+import pytest
+
+from conformance.helpers import SpawnFn, connect_line, refused_start
 from conformance.rawclient import OK, PONG, RawClient, msg, pub
 
 
@@ -158,8 +161,6 @@ def test_store_dir_that_is_a_file_stops_startup(target: str, tmp_path: Any) -> N
     from conformance.servers import URL_TARGET, command_for
 
     if target == URL_TARGET:
-        import pytest
-
         pytest.skip("needs a specially configured server; not possible with --url")
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
@@ -171,3 +172,20 @@ def test_store_dir_that_is_a_file_stops_startup(target: str, tmp_path: Any) -> N
     assert fatal and fatal[-1].endswith(
         "[FTL] Can't start JetStream: storage directory is not a directory"), proc.stderr
     assert "Server is ready" not in proc.stderr
+
+
+@pytest.mark.parametrize("value,error", [
+    ('"1x"', 'time: unknown unit "x" in duration "1x"'),
+    ('"5"', 'time: missing unit in duration "5"'),
+    ('"1e3s"', 'time: unknown unit "e" in duration "1e3s"'),
+    ('"9223372037s"', 'time: invalid duration "9223372037s"'),
+    ('""', 'time: invalid duration ""'),
+    ('"1.s5"', 'time: missing unit in duration "1.s5"'),
+    ('"-"', 'time: invalid duration "-"'),
+    ('"1\u00b5x"', r'time: unknown unit "\xc2\xb5x" in duration "1\xc2\xb5x"'),
+], ids=["unknown-unit", "missing-unit", "exponent", "overflow", "empty", "unit-then-digit",
+        "sign-only", "non-ascii-unit"])
+def test_config_duration_errors(target: str, tmp_path: Path, value: str, error: str) -> None:
+    """A duration setting Go's time.ParseDuration refuses stops the server with its error."""
+    stderr = refused_start(target, tmp_path, f"ping_interval: {value}\n")
+    assert f"error parsing ping_interval: {error}" in stderr, stderr

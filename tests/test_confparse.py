@@ -143,10 +143,27 @@ def test_go_durations(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["5", "", "s", "1x", "1.s5"])
-def test_bad_durations(text):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("text,error", [
+    ("5", 'time: missing unit in duration "5"'), ("", 'time: invalid duration ""'),
+    ("s", 'time: invalid duration "s"'), ("1x", 'time: unknown unit "x" in duration "1x"'),
+    ("1.s5", 'time: missing unit in duration "1.s5"'), ("-", 'time: invalid duration "-"'),
+    ("9223372037s", 'time: invalid duration "9223372037s"'),
+    ("1\u00b5x", 'time: unknown unit "\\xc2\\xb5x" in duration "1\\xc2\\xb5x"'),
+    ('"1s', 'time: invalid duration "\\"1s"'),
+])
+def test_bad_durations(text, error):
+    """Go's time.ParseDuration errors, word for word (nats-server prints them)."""
+    with pytest.raises(ValueError) as info:
         parse_duration(text)
+    assert str(info.value) == error
+
+
+@pytest.mark.parametrize("text,seconds", [
+    (".5s", 0.5), ("1.s", 1.0), ("+5s", 5.0), ("1\u00b5s", 1e-6), ("1\u03bcs", 1e-6),
+    ("9223372036s", 9223372036.0), ("-9223372036s", -9223372036.0), ("1.0000000001s", 1.0),
+])
+def test_go_duration_edges(text, seconds):
+    assert parse_duration(text) == pytest.approx(seconds)
 
 
 # ----------------------------------------------------------------------------- mapping
