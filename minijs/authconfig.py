@@ -1,21 +1,23 @@
 """The settings of a configuration's ``authorization`` and ``accounts`` blocks: users and
 their permissions, accounts' exports, imports, subject mappings and connection limits.
 
-Re-exported by :mod:`minijs.config` (``from minijs.config import User`` works as ever) but
-defined here and imported on first use: a server configured without users or accounts (the
-``minijs -js`` of a test harness) does not pay for making these seven dataclasses (about
-3 ms of its start-up).
+A floor below :mod:`minijs.config`, which re-exports these names (``from minijs.config import
+User`` works) and loads this module only when one is first asked for: a server configured
+without users or accounts (the ``minijs -js`` of a test harness) does not pay for making these
+seven dataclasses (about 3 ms of its start-up).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minijs.config import (
-    DEFAULT_RESPONSE_EXPIRES,
-    DEFAULT_RESPONSE_MAX_MSGS,
-    DEFAULT_RESPONSE_THRESHOLD,
-    GLOBAL_ACCOUNT,
-)
+#: nats-server's defaults for ``allow_responses: true``: one response, within two minutes.
+DEFAULT_RESPONSE_MAX_MSGS = 1
+DEFAULT_RESPONSE_EXPIRES = 120.0
+#: nats-server's default response threshold of a service export (two minutes).
+DEFAULT_RESPONSE_THRESHOLD = 120.0
+#: ``minijs.config.GLOBAL_ACCOUNT`` (that module sits above this one), the account of a user
+#: configured outside any account.
+_GLOBAL_ACCOUNT = "$G"
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class User:
     user: str
     password: str = ""  # plain text, or a bcrypt hash ("$2a$...")
     permissions: Permissions | None = None
-    account: str = GLOBAL_ACCOUNT
+    account: str = _GLOBAL_ACCOUNT
 
 
 @dataclass(frozen=True)

@@ -46,18 +46,13 @@ class ConfigError(ValueError):
         super().__init__(where + message)
 
 
-#: nats-server's defaults for ``allow_responses: true``: one response, within two minutes.
-DEFAULT_RESPONSE_MAX_MSGS = 1
-DEFAULT_RESPONSE_EXPIRES = 120.0
-#: nats-server's default response threshold of a service export (two minutes).
-DEFAULT_RESPONSE_THRESHOLD = 120.0
-
-#: The types of the ``authorization`` and ``accounts`` blocks, defined in
-#: :mod:`minijs.authconfig` and imported from there on first use (PEP 562): making seven
-#: more dataclasses costs a spawned ``minijs -js`` about 3 ms, and a server configured
-#: without users or accounts never needs them.
+#: The types (and defaults) of the ``authorization`` and ``accounts`` blocks live in
+#: :mod:`minijs.authconfig`, a floor below this one that is loaded when first asked for:
+#: ``from minijs.config import User`` works, and a server configured without users or accounts
+#: never makes these seven dataclasses (about 3 ms of a spawned ``minijs -js``).
 _AUTH_TYPES = frozenset({"AccountConnLimits", "Export", "Import", "Mapping", "Permissions",
-                         "ResponsePermission", "User"})
+                         "ResponsePermission", "User", "DEFAULT_RESPONSE_MAX_MSGS",
+                         "DEFAULT_RESPONSE_EXPIRES", "DEFAULT_RESPONSE_THRESHOLD"})
 
 
 def __getattr__(name: str) -> Any:

@@ -19,21 +19,23 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from minijs.authconfig import (
+    AccountConnLimits,
+    Export,
+    Import,
+    Mapping,
+    Permissions,
+    ResponsePermission,
+    User,
+)
 from minijs.config import (
     DEFAULT_PORT,
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
-    AccountConnLimits,
     AccountLimits,
     ConfigError,
-    Export,
-    Import,
     JetStreamLimitOpts,
-    Mapping,
-    Permissions,
-    ResponsePermission,
     ServerConfig,
-    User,
 )
 from minijs.core.imports import check_imports
 from minijs.core.transform import validate_mapping

@@ -9,7 +9,7 @@ import nats
 import pytest
 
 from minijs import Server
-from minijs.config import Export, Import, Mapping
+from minijs.authconfig import Export, Import, Mapping
 from minijs.confparse import parse_config
 from minijs.core.imports import Mappings, check_imports, set_header
 

@@ -7,7 +7,7 @@ import nats
 import pytest
 
 from minijs import Server
-from minijs.config import Permissions, ResponsePermission, User
+from minijs.authconfig import Permissions, ResponsePermission, User
 from minijs.confparse import ConfigError, load_config, parse_config
 from minijs.core.connection import check_password
 from minijs.core.permissions import ClientPermissions

@@ -8,7 +8,8 @@ import nats
 import pytest
 
 from minijs import Server, ServerThread
-from minijs.config import AccountLimits, User
+from minijs.authconfig import User
+from minijs.config import AccountLimits
 
 USERS = (User("a", "p", account="A"), User("b", "p", account="B"), User("c", "p", account="C"))
 

@@ -138,6 +138,7 @@ def test_users_and_accounts_types_load_on_first_use():
         from minijs.config import Export, User
         from minijs import authconfig
         print(before, User is authconfig.User, config.Export is Export,
-              User("u").account, "Mapping" in dir(config))
+              User("u").account == config.GLOBAL_ACCOUNT, "Mapping" in dir(config),
+              config.DEFAULT_RESPONSE_THRESHOLD)
     """)
-    assert out.split() == ["False", "True", "True", "$G", "True"]
+    assert out.split() == ["False", "True", "True", "True", "True", "120.0"]

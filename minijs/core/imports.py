@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from typing import Any, Iterable
 
-from minijs.config import Export, Import, Mapping
+from minijs.authconfig import Export, Import, Mapping
 from minijs.core.msgtrace import go_json, go_time
 from minijs.core.subjects import is_subset, is_valid_subject, subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription

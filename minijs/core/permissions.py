@@ -1,6 +1,6 @@
 """A client's publish and subscribe permissions, checked as nats-server checks them.
 
-Built once per authenticated connection from a :class:`~minijs.config.Permissions`; a
+Built once per authenticated connection from a :class:`~minijs.authconfig.Permissions`; a
 connection without permissions has none of this (``conn.perms is None``), so the publish path
 pays one attribute test. Allow and deny lists are subscription indexes of their own, so a
 wildcard rule matches exactly as a subscription would; publish results are cached per subject.
@@ -13,7 +13,7 @@ from minijs.core.subjects import has_wildcard, subject_matches, subjects_overlap
 from minijs.core.sublist import Sublist, Subscription
 
 if TYPE_CHECKING:
-    from minijs.config import Permissions
+    from minijs.authconfig import Permissions
 
 #: Cached publish decisions per connection before the cache is dropped (nats-server: 128).
 PUB_CACHE_MAX = 1024

@@ -169,7 +169,7 @@ class Router(InternalSubscriptions):
         self.connections.pop(conn.cid, None)
 
     def find_user(self, name: str) -> Any:
-        """The configured user called ``name`` (a :class:`~minijs.config.User`), or None."""
+        """The configured user called ``name`` (a :class:`~minijs.authconfig.User`), or None."""
         return self._users.get(name)
 
     def account_sublist(self, account: str) -> "WatchedSublist":
