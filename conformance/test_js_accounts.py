@@ -306,6 +306,57 @@ def test_js_accounts_api_through_an_import(target: str, spawn: SpawnFn) -> None:
         b.close()
 
 
+PUSH_IMPORTED = """
+jetstream {}
+accounts {
+  A: { jetstream: enabled, users: [ {user: a, password: a} ],
+       exports: [ {service: "$JS.API.>"}, {stream: "deliver.>"}, {stream: "pfx.>"},
+                  {stream: "lit.b3"} ] }
+  B: { users: [ {user: b, password: b} ],
+       imports: [ {service: {account: A, subject: "$JS.API.>"}, to: "JSA.API.>"},
+                  {stream: {account: A, subject: "deliver.>"}},
+                  {stream: {account: A, subject: "pfx.>"}, prefix: "fromA"},
+                  {stream: {account: A, subject: "lit.b3"}} ] }
+}
+"""
+
+
+def test_js_accounts_push_consumer_delivers_through_a_stream_import(target: str,
+                                                                    spawn: SpawnFn) -> None:
+    """A push consumer of A whose deliver subject B imports as a stream (nats.js's KV watch
+    and history from another account): it stays inactive until B subscribes (the shadow
+    subscription in A is interest), then delivers to B, the MSG line keeping the stored
+    subject through a wildcard, a ``prefix`` and a literal import alike."""
+    srv = spawn(config=PUSH_IMPORTED)
+    b = login(srv, "b")
+    a = login(srv, "a")
+    try:
+        created = json.loads(b.request("JSA.API.STREAM.CREATE.ORDERS", json.dumps(
+            {"name": "ORDERS", "subjects": ["orders.>"], "storage": "memory"})).data)
+        assert created["config"]["name"] == "ORDERS", created
+        for i in range(2):
+            a.pub_ok(f"orders.{i}", f"o{i}")
+        for name, dsubj in (("P", "deliver.b1"), ("Q", "pfx.b2"), ("R", "lit.b3")):
+            consumer = json.loads(b.request(f"JSA.API.CONSUMER.CREATE.ORDERS.{name}", json.dumps(
+                {"stream_name": "ORDERS", "config": {"name": name, "deliver_subject": dsubj,
+                                                     "ack_policy": "none"}})).data)
+            assert consumer["config"]["deliver_subject"] == dsubj, consumer
+            assert "push_bound" not in consumer, consumer  # nobody listens yet
+        b.raw.send(b"SUB deliver.b1 7\r\nSUB fromA.pfx.b2 8\r\nSUB lit.b3 9\r\n")
+        got = sorted((m.sid, m.subject, m.data, m.reply.split(".")[3:7])
+                     for m in (b.next_msg(f"orders.{i % 2}") for i in range(6)))
+        # each subscriber (sid) gets its consumer's two messages under their stored subjects
+        assert got == [(sid, f"orders.{i}", f"o{i}".encode(), [name, "1", str(i + 1), str(i + 1)])
+                       for sid, name in (("7", "P"), ("8", "Q"), ("9", "R")) for i in range(2)]
+        for name in ("P", "Q", "R"):
+            info = wait_for(lambda: (lambda i: i if i.get("push_bound") else None)(
+                a.api(f"CONSUMER.INFO.ORDERS.{name}")))
+            assert info["delivered"]["stream_seq"] == 2, info
+    finally:
+        a.close()
+        b.close()
+
+
 def test_js_accounts_work_queue_mirror_names_its_account(target: str, spawn: SpawnFn,
                                                          tmp_path: Path) -> None:
     """A mirror of a work-queue stream in account C: the durable sourcing consumer on the

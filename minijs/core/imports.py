@@ -495,7 +495,7 @@ class AccountLinks:
                     trace.stream_export(si.target.account, to.decode(errors="replace"))
                     if si.allow_trace and sub.conn is not None:
                         # nats-server names the shadow subscription it made in this account
-                        trace.egress(sub.conn.cid, sub.conn.name, _shadow_subject(si, sub),
+                        trace.egress(sub.conn.cid, sub.conn.name, shadow_subject(si, sub),
                                      (sub.queue or b"").decode(), account=si.target.account)
                     if not only:
                         _deliver_sub(self.router, sub, to, reply, header, payload)
@@ -613,6 +613,48 @@ class AccountLinks:
         return any(si.target.account == account and subject_matches(si.pattern, text)
                    for si in self.stream_out)
 
+    def stream_deliver_as(self, target: bytes, subject: bytes, reply: bytes,
+                          hdr: bytes | None, data: bytes) -> int:
+        """A consumer's delivery to ``target`` (its MSG line naming the stored ``subject``)
+        along the stream imports of ``target``, as nats-server's shadow subscriptions deliver
+        it: routed to the importers' subscribers of the subject ``target`` arrives under
+        there, the MSG line still naming the stored ``subject`` (a prefix, ``to`` mapping or
+        literal import included)."""
+        delivered = 0
+        text = target.decode(errors="surrogateescape")
+        for si in self.stream_out:
+            if not subject_matches(si.pattern, text):
+                continue
+            to = self._stream_subject(si, target, text)
+            if to is None:
+                continue
+            delivered += self.router.deliver_as_in(si.target.sublist, to, subject, reply, hdr,
+                                                   data)
+        return delivered
+
+    def shadows_exact(self, subject: bytes, queue: bytes | None) -> bool:
+        """Does an importer's live subscription have its shadow here on exactly ``subject``
+        (with ``queue``: in that group)? Its shadow is on the import's subject when it covers
+        the whole import (any subscription matching a literal import's subject), else on its
+        own subject taken back through the import (:func:`shadow_subject`)."""
+        text = subject.decode(errors="surrogateescape")
+        for si in self.stream_out:
+            if not subject_matches(si.pattern, text):
+                continue
+            to = self._stream_subject(si, subject, text)
+            if to is None:
+                continue
+            importer = si.target.sublist
+            if si.literal_to is None:
+                if importer._has_exact_here(to, queue):
+                    return True
+                continue
+            result = importer.match(to)
+            subs = result.plain if queue is None else result.groups.get(queue, ())
+            if any(not s.closed for s in subs):
+                return True
+        return False
+
     def respond_as(self, subject: bytes, stored: bytes, reply: bytes | None,
                    header: bytes | None, payload: bytes) -> int:
         """A message for the response import ``subject`` whose MSG line keeps ``stored`` (a
@@ -681,7 +723,7 @@ def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
     return delivered
 
 
-def _shadow_subject(si: _StreamImport, sub: Subscription) -> str:
+def shadow_subject(si: _StreamImport, sub: Subscription) -> str:
     """The subject of the subscription nats-server makes in the exporting account for an
     importer's ``sub`` (its "shadow"): the import's own subject when ``sub`` covers all of
     it, else ``sub``'s subject taken back through the prefix."""
@@ -782,8 +824,10 @@ def install(router: Any, config: Any) -> dict[str, AccountLinks]:
             importer.services.append(_ServiceImport(imp, exporter, export))
             importer.sublist.links = importer
         else:
-            exporter.stream_out.append(_StreamImport(imp, importer))
+            si = _StreamImport(imp, importer)
+            exporter.stream_out.append(si)
             exporter.sublist.links = exporter
+            importer.sublist.stream_imports = importer.sublist.stream_imports + [(exporter, si)]
     return links
 
 

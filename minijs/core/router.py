@@ -451,10 +451,15 @@ class Router(InternalSubscriptions):
         if sublist is None:
             sublist = self.sublist
         delivered = self.deliver_as_in(sublist, target, subject, reply, hdr, data)
-        if sublist.links is not None and target.startswith(b"_R_."):
-            # a reply to a request that came through a service import (a pull through an
-            # imported JetStream API): on to the requester, still under the stored subject
-            delivered += sublist.links.respond_as(target, subject, reply, hdr, data)
+        links = sublist.links
+        if links is not None:
+            if links.stream_out:
+                # a deliver subject exported as a stream: to the importers' subscribers
+                delivered += links.stream_deliver_as(target, subject, reply, hdr, data)
+            if target.startswith(b"_R_."):
+                # a reply to a request that came through a service import (a pull through an
+                # imported JetStream API): on to the requester, still under the stored subject
+                delivered += links.respond_as(target, subject, reply, hdr, data)
         return delivered
 
     def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
@@ -509,6 +514,9 @@ class WatchedSublist(Sublist):
     #: and its :class:`~minijs.core.imports.Mappings` when it has mappings (None: no cost).
     links: Any = None
     mappings: Any = None
+    #: The stream imports of this account as (exporter's AccountLinks, import), when it has
+    #: any: its subscriptions' shadows in the exporters are watched there too (empty: no cost).
+    stream_imports: list = []
 
     def __init__(self) -> None:
         super().__init__()
@@ -530,12 +538,30 @@ class WatchedSublist(Sublist):
         super().insert(sub)
         if self._watchers and sub.subject in self._watchers:
             self._notify(sub.subject)
+        if self.stream_imports:
+            self._notify_shadows(sub)
 
     def remove(self, sub: Subscription) -> bool:
         removed = super().remove(sub)
         if removed and self._watchers and sub.subject in self._watchers:
             self._notify(sub.subject)
+        if removed and self.stream_imports:
+            self._notify_shadows(sub)
         return removed
+
+    def _notify_shadows(self, sub: Subscription) -> None:
+        """An importer's subscription came or went: its shadow in each exporting account is a
+        subscription there too (nats-server's ``addShadowSubscriptions``), so watchers of the
+        shadow's subject hear of it (a push consumer whose deliver subject reaches this
+        account through a stream import)."""
+        from minijs.core.imports import shadow_subject
+
+        for exporter, si in self.stream_imports:
+            watchers = exporter.sublist._watchers
+            if watchers:
+                shadow = shadow_subject(si, sub).encode()
+                if shadow in watchers:
+                    exporter.sublist._notify(shadow)
 
     def _notify(self, subject: bytes) -> None:
         loop = asyncio.get_running_loop()
@@ -543,6 +569,15 @@ class WatchedSublist(Sublist):
             loop.call_soon(cb)
 
     def has_exact(self, subject: bytes, queue: bytes | None = None) -> bool:
+        """A live subscription on exactly ``subject`` (with ``queue``: in that group), here or,
+        along a stream import of this account's, an importer's subscription whose shadow
+        (the subscription nats-server makes here for it) is on exactly ``subject``."""
+        if self._has_exact_here(subject, queue):
+            return True
+        links = self.links
+        return links is not None and bool(links.stream_out) and links.shadows_exact(subject, queue)
+
+    def _has_exact_here(self, subject: bytes, queue: bytes | None) -> bool:
         node = self._root
         for tok in subject.split(b"."):
             node = node.children.get(tok)  # type: ignore[assignment]
