@@ -153,6 +153,28 @@ def test_ports_file_dir(target: str, spawn: SpawnFn, tmp_path: Any) -> None:
     assert not files[0].exists()
 
 
+def test_ports_file_dir_in_the_config_file(target: str, spawn: SpawnFn, tmp_path: Any) -> None:
+    """``ports_file_dir`` in the config file (as nats.js's test harness writes it) works as the
+    flag does: the ports file is there while the server runs, removed at shutdown."""
+    ports = tmp_path / "ports"
+    ports.mkdir()
+    srv = spawn(config=f'ports_file_dir: "{ports}"\n')
+    assert srv.proc is not None
+    deadline = time.monotonic() + 5
+    info: Any = None
+    name = ""
+    while time.monotonic() < deadline and info is None:
+        for p in ports.iterdir():
+            if p.name.endswith(f"_{srv.proc.pid}.ports") and p.read_text():
+                info, name = json.loads(p.read_text()), p.name
+        time.sleep(0.02)
+    assert info is not None, list(ports.iterdir())
+    assert info["nats"] == [f"nats://127.0.0.1:{srv.port}"]
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(5) == 0
+    assert not (ports / name).exists()
+
+
 def test_store_dir_that_is_a_file_stops_startup(target: str, tmp_path: Any) -> None:
     """``-js -sd FILE``: the server refuses to start, exits 1, and its fatal log line names the
     cause (``Can't start JetStream: storage directory is not a directory``)."""

@@ -606,6 +606,8 @@ class _Mapper:
                 c["log_file"] = self.str_(e)
             elif k in ("pidfile", "pid_file"):
                 c["pid_file"] = self.str_(e)
+            elif k == "ports_file_dir":
+                c["ports_file_dir"] = self.str_(e)
             elif e.used:
                 continue  # a variable definition that a later value referenced
             else:
@@ -1507,7 +1509,7 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "no_system_account", "no_sys_acc", "operator", "operators",
         "trusted", "trusted_keys", "resolver", "resolver_preload", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
-        "syslog", "remote_syslog", "prof_port", "ports_file_dir", "client_advertise",
+        "syslog", "remote_syslog", "prof_port", "client_advertise",
         "max_traced_msg_len",
         "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
         "reconnect_error_reports", "server_tags", "default_js_domain", "logfile_size_limit",
