@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
-from conformance.helpers import SpawnFn
+import pytest
+
+from conformance.helpers import SpawnFn, refused_start
 from conformance.jshelpers import TIMESTAMP, JsClient
 from conformance.rawclient import RawClient
 from conformance.test_cli import free_port, get_json
@@ -588,3 +591,31 @@ def test_healthz_stream_that_could_not_be_recovered(target: str, spawn: SpawnFn,
         assert _healthz(http_port, "") == (200, {"status": "ok"})
     finally:
         js.close()
+
+
+def test_varz_server_tags(target: str, spawn: SpawnFn) -> None:
+    """``server_tags`` shows in ``/varz`` as ``tags``, trimmed, lower-cased and without repeats;
+    a single server takes any stream placement tags (it does not match them). Without
+    ``server_tags`` there is no ``tags`` key."""
+    http_port = free_port()
+    srv = spawn(config='server_tags: ["SSD", " az:1 ", "ssd", "x"]\n',
+                args=["-m", str(http_port)], jetstream=True)
+    varz = get_json(http_port, "/varz")
+    assert varz["tags"] == ["ssd", "az:1", "x"]
+    js = JsClient.connect(srv)
+    name = "TAGS"
+    out = js.api(f"STREAM.CREATE.{name}", {"name": name, "subjects": ["tags.x"],
+                                            "placement": {"tags": ["nvme"]}})
+    assert out["config"]["placement"] == {"tags": ["nvme"]}, out
+    js.close()
+    plain_port = free_port()
+    spawn(args=["-m", str(plain_port)])
+    assert "tags" not in get_json(plain_port, "/varz")
+
+
+@pytest.mark.parametrize("value,error", [
+    ("5", "error parsing tags: unsupported type int64"),
+    ('[1, "a"]', "error parsing tags: unsupported type *conf.token where string is expected"),
+], ids=["int", "int-in-list"])
+def test_server_tags_refused(target: str, tmp_path: Path, value: str, error: str) -> None:
+    assert error in refused_start(target, tmp_path, f"server_tags: {value}\n")

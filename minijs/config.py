@@ -197,6 +197,9 @@ class ServerConfig:
     log_file: str | None = None
     pid_file: str | None = None
     ports_file_dir: str | None = None  # write <exe>_<pid>.ports there, as nats-server does
+    #: ``server_tags`` (lower-cased, no repeats): shown in ``/varz`` as ``tags``; a single
+    #: server does not match stream placement tags against them, nor does nats-server
+    tags: tuple[str, ...] = ()
     control: bool = False  # minijs extension: serve the $MINIJS.> control plane
     control_user: str | None = None  # with auth configured, the only user the plane answers
     extra: dict[str, Any] = field(default_factory=dict)

@@ -608,10 +608,34 @@ class _Mapper:
                 c["pid_file"] = self.str_(e)
             elif k == "ports_file_dir":
                 c["ports_file_dir"] = self.str_(e)
+            elif k == "server_tags":
+                c["tags"] = self.server_tags(e)
             elif e.used:
                 continue  # a variable definition that a later value referenced
             else:
                 raise self.unknown(e)
+
+    def server_tags(self, e: Entry) -> tuple[str, ...]:
+        """``server_tags``: a string or a list of strings, each trimmed and lower-cased, the
+        repeats dropped (nats-server's ``TagList.Add``), with its refusals of other types."""
+        n = e.node
+        if n.kind == "string":
+            items = [n.value]
+        elif n.kind == "array":
+            items = []
+            for item in n.value:
+                if item.kind != "string":
+                    raise self.fail(e, "error parsing tags: unsupported type *conf.token where "
+                                       "string is expected")
+                items.append(item.value)
+        else:
+            raise self.fail(e, f"error parsing tags: unsupported type {_go_type(n)}")
+        tags: list[str] = []
+        for text in items:
+            tag = text.strip().lower()
+            if tag not in tags:
+                tags.append(tag)
+        return tuple(tags)
 
     def host_port(self, e: Entry) -> tuple[str, int]:
         n = e.node
@@ -1512,7 +1536,7 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "syslog", "remote_syslog", "prof_port", "client_advertise",
         "max_traced_msg_len",
         "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
-        "reconnect_error_reports", "server_tags", "default_js_domain", "logfile_size_limit",
+        "reconnect_error_reports", "default_js_domain", "logfile_size_limit",
         "log_size_limit", "logfile_max_num", "log_max_files", "max_closed_clients", "ocsp",
         "ocsp_cache", "allow_non_tls", "max_subscription_tokens",
         "subject_mappings", "no_header_support", "disable_short_first_ping", "proxies",

@@ -426,6 +426,8 @@ class Monitor:
             "http_req_stats": dict(self.req_stats),
             "config_load_time": rfc3339(start),
         })
+        if server.config.tags:  # nats-server leaves out an empty list
+            v["tags"] = list(server.config.tags)
         return v
 
     def _now(self) -> tuple[float, float]:
