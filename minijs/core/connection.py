@@ -136,6 +136,8 @@ class Connection(asyncio.Protocol):
         #: The account's subject mappings (minijs.core.imports.Mappings), None without any.
         self.mappings = server.sublist.mappings
         self.perms: ClientPermissions | None = None
+        #: The configured permissions those checks come from (what $SYS.REQ.USER.INFO shows).
+        self.permissions: Any = None
         #: The account's ``limits { }`` (None: none configured) and the subscription limit
         #: that applies (the server's, or the account's when smaller).
         self.conn_limits: Any = None
@@ -559,6 +561,7 @@ class Connection(asyncio.Protocol):
         clock = self.server.clock
         self.perms = (ClientPermissions(user.permissions, clock.monotonic)
                       if user.permissions is not None else None)
+        self.permissions = user.permissions
         self.mappings = self.sublist.mappings
 
     def _violation(self, error: str, log: str) -> None:

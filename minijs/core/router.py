@@ -28,7 +28,7 @@ from minijs.config import (
     API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION,
     SERVER_FLAGS_JETSTREAM, ServerConfig,
 )
-from minijs.core import msgtrace
+from minijs.core import msgtrace, services
 from minijs.core.connection import Connection
 from minijs.core.sublist import InternalSubscriptions, Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
@@ -80,6 +80,8 @@ class Router(InternalSubscriptions):
         self.account_sublists: dict[str, WatchedSublist] = {GLOBAL_ACCOUNT: self.sublist}
         for name in config.accounts:
             self.account_sublists[name] = WatchedSublist()
+        for sublist in self.account_sublists.values():
+            services.install(self, sublist)
         self._users = {u.user: u for u in config.users}
         #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
         self.account_conn_limits: dict[str, Any] = dict(config.account_limits)
@@ -177,6 +179,7 @@ class Router(InternalSubscriptions):
         sl = self.account_sublists.get(account)
         if sl is None:
             sl = self.account_sublists[account] = WatchedSublist()
+            services.install(self, sl)
         return sl
 
     def info_fields(self, conn: Connection | None = None, *, connect_info: bool = False
