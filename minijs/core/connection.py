@@ -757,7 +757,7 @@ class Connection(asyncio.Protocol):
                 framed = len(sub.frame_prefix) + len(line) + size + 2
             self.out_msgs += 1
             self.out_bytes += size
-            if not self.closed:  # send(), inlined: this runs once per delivered message
+            if not self.closed:  # send(), inlined: the usual delivery, once per message
                 self._out.extend(pieces)
                 self._out_size += framed
                 if self._out_size >= EARLY_WRITE_SIZE:
@@ -781,14 +781,7 @@ class Connection(asyncio.Protocol):
                 data = wire.hmsg(subject, sub.sid, reply, header, payload)
             self.out_msgs += 1
             self.out_bytes += len(payload) + (len(header) if header is not None else 0)
-            if not self.closed:
-                self._out.append(data)
-                self._out_size += len(data)
-                if self._out_size >= EARLY_WRITE_SIZE:
-                    self.flush()
-                elif not self._dirty:
-                    self._dirty = True
-                    self.server.mark_dirty(self)
+            self.send(data)
             if self.server.log.trace_enabled:
                 self._trace_out(data)
         sub.delivered += 1

@@ -26,7 +26,7 @@ Invariants:
 from __future__ import annotations
 
 import random
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from minijs.authconfig import Export, Import, Mapping
 from minijs.core.msgtrace import go_json, go_time
@@ -371,6 +371,16 @@ class AccountLinks:
                                         payload, None)
         return delivered
 
+    def _stream_targets(self, subject: bytes) -> Iterator[tuple[_StreamImport, bytes]]:
+        """Each stream import that takes ``subject``, with the subject it arrives under in the
+        importing account (the plain publish path walks them inline, see ``_streams``)."""
+        text = subject.decode(errors="surrogateescape")
+        for si in self.stream_out:
+            if subject_matches(si.pattern, text):
+                to = self._stream_subject(si, subject, text)
+                if to is not None:
+                    yield si, to
+
     @staticmethod
     def _stream_subject(si: _StreamImport, subject: bytes, text: str) -> bytes | None:
         """The subject a message on ``subject`` arrives under in the importing account."""
@@ -478,13 +488,7 @@ class AccountLinks:
         delivered = 0
         only = trace.only
         if self.stream_out:
-            text = subject.decode(errors="surrogateescape")
-            for si in self.stream_out:
-                if not subject_matches(si.pattern, text):
-                    continue
-                to = self._stream_subject(si, subject, text)
-                if to is None:
-                    continue
+            for si, to in self._stream_targets(subject):
                 result = si.target.sublist.match(to)
                 subs = [s for s in result.plain if not s.closed]
                 for members in result.groups.values():
@@ -620,30 +624,15 @@ class AccountLinks:
         it: routed to the importers' subscribers of the subject ``target`` arrives under
         there, the MSG line still naming the stored ``subject`` (a prefix, ``to`` mapping or
         literal import included)."""
-        delivered = 0
-        text = target.decode(errors="surrogateescape")
-        for si in self.stream_out:
-            if not subject_matches(si.pattern, text):
-                continue
-            to = self._stream_subject(si, target, text)
-            if to is None:
-                continue
-            delivered += self.router.deliver_as_in(si.target.sublist, to, subject, reply, hdr,
-                                                   data)
-        return delivered
+        return sum(self.router.deliver_as_in(si.target.sublist, to, subject, reply, hdr, data)
+                   for si, to in self._stream_targets(target))
 
     def shadows_exact(self, subject: bytes, queue: bytes | None) -> bool:
         """Does an importer's live subscription have its shadow here on exactly ``subject``
         (with ``queue``: in that group)? Its shadow is on the import's subject when it covers
         the whole import (any subscription matching a literal import's subject), else on its
         own subject taken back through the import (:func:`shadow_subject`)."""
-        text = subject.decode(errors="surrogateescape")
-        for si in self.stream_out:
-            if not subject_matches(si.pattern, text):
-                continue
-            to = self._stream_subject(si, subject, text)
-            if to is None:
-                continue
+        for si, to in self._stream_targets(subject):
             importer = si.target.sublist
             if si.literal_to is None:
                 if importer._has_exact_here(to, queue):

@@ -353,19 +353,9 @@ class Stream:
                         + b',"seq":0}')
                 self.server.publish(reply, None, None, body)
             return
-        # _send_ack and _after_publish, inlined (this runs once per published message)
-        store = self.store
         if ack is not None and reply and not self.config.no_ack:
-            if store.pending_writes:
-                self._send_ack(reply, ack)
-            else:
-                self.server.publish(reply, None, None, ack)
-        if store.pending_writes:
-            # Committed at the end of the turn (then announced), acked or not: a publish
-            # without a reply subject is on disk as soon as nats-server's would be.
-            self.engine.mark_dirty(self)
-        elif self._signals:
-            self._release_signals()
+            self._send_ack(reply, ack)
+        self._after_publish()
 
     def _send_ack(self, reply: bytes, ack: bytes) -> None:
         """Answer a publish now, or after the commit of the writes it made (file streams)."""
@@ -380,7 +370,9 @@ class Stream:
 
     def _after_publish(self) -> None:
         if self.store.pending_writes:
-            self.engine.mark_dirty(self)  # committed, then announced, at the end of the turn
+            # Committed at the end of the turn (then announced), acked or not: a publish
+            # without a reply subject is on disk as soon as nats-server's would be.
+            self.engine.mark_dirty(self)
         elif self._signals:
             self._release_signals()
 
