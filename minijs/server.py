@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
     from minijs.control.faults import FaultInjector
     from minijs.control.plane import ControlPlane
-    from minijs.jetstream.api import JetStreamApi
+    from minijs.jetstream.api.dispatch import JetStreamApi
     from minijs.monitor import Monitor
 
 T = TypeVar("T")
@@ -264,7 +264,7 @@ class Server(Router):
         import tempfile
 
         from minijs.core.accountbus import AccountBus
-        from minijs.jetstream.api import JetStreamApi
+        from minijs.jetstream.api.dispatch import JetStreamApi
         from minijs.jetstream.engine import JetStream, JetStreamGroup
 
         config = self.config
@@ -294,7 +294,7 @@ class Server(Router):
         return dict(group.engines) if group is not None else {}
 
     def _jetstream_api_for(self, engine: Any) -> "JetStreamApi":
-        from minijs.jetstream.api import JetStreamApi
+        from minijs.jetstream.api.dispatch import JetStreamApi
 
         self.jetstream_api = JetStreamApi(engine)
         return self.jetstream_api

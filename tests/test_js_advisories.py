@@ -1,4 +1,4 @@
-"""Unit tests for the ``api_audit`` advisory of :class:`minijs.jetstream.api.JetStreamApi`.
+"""Unit tests for the ``api_audit`` advisory of :class:`minijs.jetstream.api.dispatch.JetStreamApi`.
 
 The dispatcher runs against small fakes (no sockets); the wire shape against the real
 nats-server is covered by ``conformance/test_js_advisories.py``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from minijs.jetstream.api import AUDIT_SUBJECT, JetStreamApi
+from minijs.jetstream.api.dispatch import AUDIT_SUBJECT, JetStreamApi
 
 
 class FakeClock:

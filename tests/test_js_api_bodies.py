@@ -38,8 +38,7 @@ def test_unsigned_minus_zero_is_refused() -> None:
 
 
 def test_update_fills_empty_republish_destination() -> None:
-    from minijs.jetstream import configs as C
-
+    from minijs.jetstream.config import stream as C
     old, _ = C.parse_stream_config(b'{"name":"S","subjects":["s.>"]}')
     old = C.validate_and_default(old, create=True)
     new, _ = C.parse_stream_config(b'{"name":"S","subjects":["s.>"],"republish":{}}')

@@ -10,7 +10,7 @@ import nats
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream import counter as C
+from minijs.jetstream.streams import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.server import Server

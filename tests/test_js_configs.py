@@ -1,4 +1,4 @@
-"""Unit tests for minijs.jetstream.configs (StreamConfig).
+"""Unit tests for minijs.jetstream.config.stream (StreamConfig).
 
 Every expected JSON text / error description below was observed on the real nats-server v2.15.1
 binary (raw STREAM.CREATE / STREAM.UPDATE requests sent with nats-py); no server runs here.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from minijs.jetstream import configs as C
+from minijs.jetstream.config import stream as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 

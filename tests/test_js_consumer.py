@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream.consumer import PriorityGroup, parse_next_request
+from minijs.jetstream.consumers.consumer import PriorityGroup, parse_next_request
 
 from jsapi import api, pull_consumer
 

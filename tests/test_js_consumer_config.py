@@ -1,4 +1,4 @@
-"""Unit tests for minijs.jetstream.consumer_config (ConsumerConfig).
+"""Unit tests for minijs.jetstream.config.consumer (ConsumerConfig).
 
 Every expected JSON text / error below was observed on the real nats-server v2.15.1 binary:
 raw ``$JS.API.CONSUMER.CREATE…`` requests sent with nats-py to ``nats-server -js`` and the reply
@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from minijs.jetstream import configs as SC
-from minijs.jetstream import consumer_config as CC
+from minijs.jetstream.config import stream as SC
+from minijs.jetstream.config import consumer as CC
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 

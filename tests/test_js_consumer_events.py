@@ -12,7 +12,7 @@ import nats
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream import consumer as consumer_mod
+from minijs.jetstream.consumers import consumer as consumer_mod
 from minijs.server import Server
 
 from jsapi import api

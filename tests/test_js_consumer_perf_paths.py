@@ -179,11 +179,11 @@ def test_load_next_shortcut_agrees_with_the_index(kind, tmp_path):
 
 async def test_state_document_round_trips(tmp_path):
     from minijs import Server
-    from minijs.jetstream.consumer import STATE_PREFIX, Consumer
-    from minijs.jetstream.consumer_config import consumer_config_from_dict
+    from minijs.jetstream.consumers.consumer import STATE_PREFIX, Consumer
+    from minijs.jetstream.config.consumer import consumer_config_from_dict
 
     async with Server(port=0, jetstream=True, store_dir=str(tmp_path)) as server:
-        from minijs.jetstream.configs import stream_config_from_dict
+        from minijs.jetstream.config.stream import stream_config_from_dict
 
         engine = server.jetstream
         stream = engine.create_stream(stream_config_from_dict(

@@ -14,7 +14,7 @@ import nats
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream.consumer import STATE_PREFIX
+from minijs.jetstream.consumers.consumer import STATE_PREFIX
 from minijs.server import Server
 
 from jsapi import api

@@ -12,7 +12,7 @@ import pytest
 
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream.configs import parse_stream_config
+from minijs.jetstream.config.stream import parse_stream_config
 
 # ------------------------------------------------------------------------------------------
 # errors

@@ -8,7 +8,7 @@ import nats
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream import fastbatch as F
+from minijs.jetstream.streams import fastbatch as F
 from minijs.server import Server
 
 from jsapi import api

@@ -1,4 +1,4 @@
-"""STREAM.MSG.GET / DIRECT.GET logic (minijs/jetstream/msgget.py) against replies captured from
+"""STREAM.MSG.GET / DIRECT.GET logic (minijs/jetstream/api/msgget.py) against replies captured from
 nats-server v2.15.1.
 
 Every expected value in the two tables below is the exact reply the real server sent (raw socket
@@ -21,7 +21,7 @@ import pytest
 
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream import msgget
+from minijs.jetstream.api import msgget
 from minijs.jetstream.store import LmdbStore, MemoryStore
 
 MT = b'{"type":"io.nats.jetstream.api.v1.stream_msg_get_response",'

@@ -14,7 +14,7 @@ from typing import Any
 import nats
 
 from minijs.clock import VirtualClock
-from minijs.jetstream import replication as R
+from minijs.jetstream import mirrors as R
 from minijs.server import Server
 from tests.jsapi import api
 
@@ -279,7 +279,7 @@ async def test_streams_without_followers_queue_nothing(server: Server, nc: Any) 
 
 
 def test_stream_does_not_import_replication() -> None:
-    tree = ast.parse((ROOT / "minijs/jetstream/stream.py").read_text())
+    tree = ast.parse((ROOT / "minijs/jetstream/streams/stream.py").read_text())
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

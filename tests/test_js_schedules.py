@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream import schedules as S
+from minijs.jetstream.streams import schedules as S
 from minijs.jetstream.jsonfmt import go_time, parse_go_time
 from minijs.server import Server
 

@@ -11,7 +11,7 @@ import pytest
 from nats.js.api import ConsumerConfig
 
 from minijs import Server
-from minijs.jetstream import snapshot as S
+from minijs.jetstream.api import snapshot as S
 from minijs.protocol import snappy
 
 

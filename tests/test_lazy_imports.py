@@ -15,9 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DEFERRED = ("minijs.jetstream.api", "minijs.jetstream.consumer_api", "minijs.jetstream.stream",
-            "minijs.jetstream.consumer", "minijs.jetstream.configs", "minijs.jetstream.errors",
-            "minijs.jetstream.replication", "minijs.jetstream.store.memory",
+DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers", "minijs.jetstream.streams.stream",
+            "minijs.jetstream.consumers.consumer", "minijs.jetstream.config.stream", "minijs.jetstream.errors",
+            "minijs.jetstream.mirrors", "minijs.jetstream.store.memory",
             "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",
             "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers")
 
@@ -56,7 +56,7 @@ def test_started_jetstream_server_defers_the_api_and_stores():
                 await server.stop()
                 print(json.dumps({{"before": loaded, "info": info[:5].decode(),
                                   "created": body["config"]["name"],
-                                  "after": [m for m in ("minijs.jetstream.api", "lmdb")
+                                  "after": [m for m in ("minijs.jetstream.api.dispatch", "lmdb")
                                             if m in sys.modules]}}))
 
         asyncio.run(main())
@@ -67,7 +67,7 @@ def test_started_jetstream_server_defers_the_api_and_stores():
     assert result["before"] == []
     assert result["info"] == "INFO "
     assert result["created"] == "S"
-    assert result["after"] == ["minijs.jetstream.api", "lmdb"]
+    assert result["after"] == ["minijs.jetstream.api.dispatch", "lmdb"]
 
 
 def test_version_and_help_do_not_import_the_server():

@@ -12,7 +12,7 @@ from typing import Any
 
 from minijs.core.subjects import is_valid_subject
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream.configs import to_json_dict
+from minijs.jetstream.config.stream import to_json_dict
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ import ``to`` subjects.
 
 Behaviour follows nats-server v2.15.1 ``server/subject_transform.go``
 (``NewSubjectTransform`` + ``Match`` / ``TransformTokenizedSubject``); validation (``validate_mapping``)
-lives here too: stream configs (:mod:`minijs.jetstream.configs`) and account ``mappings`` share it.
+lives here too: stream configs (:mod:`minijs.jetstream.config.stream`) and account ``mappings`` share it.
 
 Usage::
 

@@ -7,9 +7,9 @@ enabled (each on that account's view of the message bus). The engines of one ser
 and the server's memory and storage totals its limits are checked against. An engine owns its
 streams;
 each stream owns its store and its consumers. Mirrors and sources are links between its
-streams, kept by its :class:`~minijs.jetstream.replication.Replicator`. It is given the server's message bus
+streams, kept by its :class:`~minijs.jetstream.mirrors.Replicator`. It is given the server's message bus
 (:class:`~minijs.jetstream.bus.MessageBus`) and knows nothing else of the server; the API layer
-(:mod:`minijs.jetstream.api`), a floor above, translates requests into calls on this object.
+(:mod:`minijs.jetstream.api.dispatch`), a floor above, translates requests into calls on this object.
 
 Storage: memory streams live in the process. File streams are LMDB environments under
 ``<store_dir>/jetstream/<account>/streams/<name>`` (nats-server's layout). With no store directory
@@ -31,9 +31,9 @@ from minijs.jetstream.storedir import StoreDirError, check_store_dir
 if TYPE_CHECKING:  # imported when the first stream is created or recovered (a fast start)
     from pathlib import Path
 
-    from minijs.jetstream.configs import StreamConfig
-    from minijs.jetstream.replication import Replicator
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.config.stream import StreamConfig
+    from minijs.jetstream.mirrors import Replicator
+    from minijs.jetstream.streams.stream import Stream
 
 __all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 
@@ -269,7 +269,7 @@ class JetStream:
     def replicator(self) -> "Replicator":
         """Mirrors' and sources' links (made, and its module imported, on first use)."""
         if self._replicator is None:
-            from minijs.jetstream.replication import Replicator
+            from minijs.jetstream.mirrors import Replicator
 
             self._replicator = Replicator(self)
         return self._replicator
@@ -410,10 +410,10 @@ class JetStream:
         if not root.is_dir():
             return
         from minijs.jetstream import jsonfmt as J
-        from minijs.jetstream.configs import stream_config_from_dict
-        from minijs.jetstream.consumer import recover_consumers
+        from minijs.jetstream.config.stream import stream_config_from_dict
+        from minijs.jetstream.consumers.consumer import recover_consumers
         from minijs.jetstream.store import open_store
-        from minijs.jetstream.stream import Stream
+        from minijs.jetstream.streams.stream import Stream
 
         for path in sorted(root.iterdir()):
             if not path.is_dir():
@@ -442,7 +442,7 @@ class JetStream:
 
     def create_stream(self, cfg: StreamConfig) -> Stream:
         from minijs.jetstream.store import open_store
-        from minijs.jetstream.stream import Stream
+        from minijs.jetstream.streams.stream import Stream
 
         if cfg.storage == "file":
             path = self._streams_dir() / cfg.name

@@ -23,10 +23,10 @@ import re
 import weakref
 from typing import Any, Protocol
 
-from minijs.jetstream import counter as C
+from minijs.jetstream.streams import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
-from minijs.jetstream import schedules as _schedules
+from minijs.jetstream.streams import schedules as _schedules
 from minijs.protocol.gostrings import go_quote
 
 

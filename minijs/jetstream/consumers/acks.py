@@ -68,13 +68,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from minijs.jetstream import consumer_config as C
+from minijs.jetstream.config import consumer as C
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.headers import parse_go_duration
 
 
 class AckTracking:
-    """Pending acks of a :class:`~minijs.jetstream.consumer.Consumer`: ack handling, the ack
+    """Pending acks of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: ack handling, the ack
     wait timer, redelivery, ``max_deliver``, the ack floor and retention after acks."""
 
     # ------------------------------------------------------------------ acks

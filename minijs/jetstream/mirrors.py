@@ -28,7 +28,7 @@ What a client sees, as on nats-server 2.15.1:
   create; removing a link counts one failed consumer delete (nats-server asks for the stable
   name, the consumer got a random suffix) and the consumer lingers 10 s in account info.
 * **work-queue and interest origins** — nats-server upgrades the request to a durable consumer,
-  and so does the link: a real :class:`~minijs.jetstream.consumer.Consumer` on the origin
+  and so does the link: a real :class:`~minijs.jetstream.consumers.consumer.Consumer` on the origin
   called ``JS_MIRROR_<hash>`` / ``JS_SRC_<hash>`` (no suffix), ``ack_policy: flow_control``,
   ``sourcing``, a ``$JS.M.<8>`` / ``$JS.S.<8>`` deliver subject, the follower in its metadata
   (``_nats.mirror.stream``/``.acc``, ``_nats.src.…``), the follower's start and filters. The
@@ -100,9 +100,9 @@ from minijs.core.transform import SubjectTransform
 
 if TYPE_CHECKING:
     from minijs.clock import Clock, Timer
-    from minijs.jetstream.consumer import Consumer
-    from minijs.jetstream.configs import StreamConfig
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.consumers.consumer import Consumer
+    from minijs.jetstream.config.stream import StreamConfig
+    from minijs.jetstream.streams.stream import Stream
     from minijs.log import Logger
 
 __all__ = ["Replicator", "ReplicationHost", "Link", "get_hash", "stream_identity", "CHUNK"]
@@ -437,8 +437,8 @@ class Link:
         source asks for on a work-queue or interest stream: durable, ``flow_control`` acks, no
         ack wait, no inactivity threshold. An existing one (after a restart, a reconnect) is
         kept with its config and state. Returns it and whether it was created."""
-        from minijs.jetstream import consumer_config as C
-        from minijs.jetstream.consumer import Consumer
+        from minijs.jetstream.config import consumer as C
+        from minijs.jetstream.consumers.consumer import Consumer
 
         name = self.owner.stable_consumer_name(self)
         existing = origin.consumers.get(name)

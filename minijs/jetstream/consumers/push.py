@@ -42,7 +42,7 @@ _FC_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 class PushDelivery:
-    """Delivery of a :class:`~minijs.jetstream.consumer.Consumer` to its deliver subject:
+    """Delivery of a :class:`~minijs.jetstream.consumers.consumer.Consumer` to its deliver subject:
     interest, flow control, idle heartbeats and the rate limit."""
 
     @property

@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.advisory import new_id
-from minijs.jetstream.configs import StreamConfig, to_json_dict
-from minijs.jetstream.consumer_state import STATE_PREFIX
+from minijs.jetstream.config.stream import StreamConfig, to_json_dict
+from minijs.jetstream.consumers.state import STATE_PREFIX
 from minijs.protocol import snappy
 
 if TYPE_CHECKING:
     from minijs.jetstream.engine import JetStream
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.streams.stream import Stream
 
 #: The first bytes of a minijs snapshot.
 MAGIC = b"MINIJS-SNAPSHOT/1\n"
@@ -118,7 +118,7 @@ def decode(data: bytes) -> dict[str, Any]:
 
 def restore_into(js: "JetStream", cfg: StreamConfig, doc: dict[str, Any]) -> "Stream":
     """Create the stream ``cfg`` and fill it from a snapshot document."""
-    from minijs.jetstream.consumer import Consumer
+    from minijs.jetstream.consumers.consumer import Consumer
     stream = js.create_stream(cfg)
     store = stream.store
     first, last = int(doc["first_seq"]), int(doc["last_seq"])

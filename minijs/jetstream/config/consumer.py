@@ -57,7 +57,7 @@ from typing import Any
 from minijs.core import subjects as _subj
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream.configs import (
+from minijs.jetstream.config.stream import (
     API_LEVEL,
     LEVEL_KEY,
     MAX_DESCRIPTION_LEN,

@@ -76,20 +76,20 @@ import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from minijs.jetstream import consumer_config as C
+from minijs.jetstream.config import consumer as C
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream.acks import AckTracking
-from minijs.jetstream.consumer_state import STATE_PREFIX, DurableState
-from minijs.jetstream.priority import PriorityGroups
-from minijs.jetstream.pull import (NEXT_REQUEST, NextRequest, PriorityGroup, PullDelivery,
+from minijs.jetstream.consumers.acks import AckTracking
+from minijs.jetstream.consumers.state import STATE_PREFIX, DurableState
+from minijs.jetstream.consumers.priority import PriorityGroups
+from minijs.jetstream.consumers.pull import (NEXT_REQUEST, NextRequest, PriorityGroup, PullDelivery,
                                    PullRequest, _status, parse_next_request)
-from minijs.jetstream.push import MAX_FLOW_CONTROL, PushDelivery
+from minijs.jetstream.consumers.push import MAX_FLOW_CONTROL, PushDelivery
 from minijs.core.subjects import is_subset
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 
 if TYPE_CHECKING:
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.streams.stream import Stream
 
 #: What other modules import from here. ``random`` is the module the ack sampling and restore
 #: draw from (tests patch ``consumer.random.randrange``).

@@ -34,8 +34,8 @@ from typing import Any
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream import tracing
-from minijs.jetstream.batch import BATCH_TIMEOUT, MAX_BATCH_ID, _api_level_too_high
+from minijs.jetstream.streams import tracing
+from minijs.jetstream.streams.batch import BATCH_TIMEOUT, MAX_BATCH_ID, _api_level_too_high
 from minijs.protocol.gostrings import go_quote
 
 SUFFIX = b".$FI"

@@ -39,10 +39,9 @@ import random
 from collections import deque
 from typing import TYPE_CHECKING, Self
 
-from minijs.jetstream import consumer_config as C
-
+from minijs.jetstream.config import consumer as C
 if TYPE_CHECKING:
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.streams.stream import Stream
 
 _SECOND = 1_000_000_000
 #: Store metadata key prefix of persisted consumers (``consumer/<name>``).
@@ -51,7 +50,7 @@ _STATE_VERSION = 1
 
 
 class DurableState:
-    """The persisted state of a :class:`~minijs.jetstream.consumer.Consumer`: save scheduling,
+    """The persisted state of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: save scheduling,
     the state document, restore and recovery."""
 
     def _changed(self) -> None:

@@ -2,7 +2,7 @@
 ``priority_policy`` — nats-server's ``nextWaiting`` and the priority checks of
 ``processNextMsgRequest``.
 
-A JSON ``MSG.NEXT`` body carries a :class:`~minijs.jetstream.pull.PriorityGroup`. The policies:
+A JSON ``MSG.NEXT`` body carries a :class:`~minijs.jetstream.consumers.pull.PriorityGroup`. The policies:
 
 * ``none``: plain round-robin; a request may not use the fields another policy owns (400).
 * ``overflow``: a request with ``min_pending`` / ``min_ack_pending`` stands by (cycled to the
@@ -30,12 +30,12 @@ Invariants:
 from __future__ import annotations
 
 from minijs.jetstream.advisory import new_id
-from minijs.jetstream.pull import PriorityGroup, PullRequest
+from minijs.jetstream.consumers.pull import PriorityGroup, PullRequest
 from minijs.jetstream.store.base import StoredMessage
 
 
 class PriorityGroups:
-    """The ``priority_policy`` of a :class:`~minijs.jetstream.consumer.Consumer`: request
+    """The ``priority_policy`` of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: request
     checks, prioritized ordering, overflow thresholds and the pinned client."""
 
     def _check_priority(self, pg: PriorityGroup) -> tuple[int, str] | None:

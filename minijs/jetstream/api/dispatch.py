@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.core import subjects as _subjects
 from minijs.core.msgtrace import SYSTEM_ACCOUNT
-from minijs.jetstream import configs as C
+from minijs.jetstream.config import stream as C
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream import errors as E
 from minijs.core.transform import SubjectTransform
@@ -29,9 +29,9 @@ from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
 
 if TYPE_CHECKING:
-    from minijs.jetstream.consumer_api import ConsumerApi
+    from minijs.jetstream.api.consumers import ConsumerApi
     from minijs.jetstream.engine import JetStream
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.streams.stream import Stream
 
 API_PREFIX = b"$JS.API."
 TYPE_PREFIX = "io.nats.jetstream.api.v1."
@@ -121,7 +121,7 @@ class JetStreamApi:
     def consumers(self) -> "ConsumerApi":
         """The CONSUMER.* endpoints (made, and the consumer modules imported, on first use)."""
         if self._consumers is None:
-            from minijs.jetstream.consumer_api import ConsumerApi
+            from minijs.jetstream.api.consumers import ConsumerApi
 
             self._consumers = ConsumerApi(self.js, self)
         return self._consumers
@@ -216,7 +216,7 @@ class JetStreamApi:
             if handler == self.cluster_only:
                 raise E.cluster_required()
             if rtype == "consumer_create_response":
-                from minijs.jetstream.consumer_config import parse_create_request
+                from minijs.jetstream.config.consumer import parse_create_request
 
                 parse_create_request(payload)  # a bad body is reported first
             elif rtype == "consumer_unpin_response":
@@ -305,7 +305,7 @@ class JetStreamApi:
         return None
 
     def js_consumer_route(self, t: list[str]) -> tuple[str, str, Callable[..., Any], tuple] | None:
-        """Consumer endpoints: served by :class:`~minijs.jetstream.consumer_api.ConsumerApi`."""
+        """Consumer endpoints: served by :class:`~minijs.jetstream.api.consumers.ConsumerApi`."""
         return self.consumers.route(t)
 
     # ------------------------------------------------------------------ account
@@ -463,8 +463,7 @@ class JetStreamApi:
         return {"total": len(streams), "offset": offset, "limit": LIST_LIMIT, "streams": page}
 
     def msg_get(self, payload: bytes, name: str) -> dict:
-        from minijs.jetstream import msgget
-
+        from minijs.jetstream.api import msgget
         req = msgget.parse_msg_get(payload)  # the body is checked before the stream lookup
         stream = self._stream(name)
         return msgget.msg_get(stream.store, req)
@@ -503,7 +502,7 @@ class JetStreamApi:
         req = J.decode_strict(payload, _SNAPSHOT_REQUEST, "JSApiStreamSnapshotRequest")
         if not C.is_valid_publish_subject(req.get("deliver_subject", "")):
             raise E.snapshot_deliver_subject_invalid()
-        from minijs.jetstream import snapshot
+        from minijs.jetstream.api import snapshot
         return snapshot.snapshot(self.js, self._stream(name), req,
                                  self._client_info(self._origin))
 
@@ -525,15 +524,14 @@ class JetStreamApi:
         self.js.check_stream_resources(cfg)
         if self.js.lookup(name) is not None:
             raise E.stream_name_exist_restore_failed()
-        from minijs.jetstream import snapshot
+        from minijs.jetstream.api import snapshot
         return snapshot.restore(self.js, cfg, self._client_info(self._origin))
 
     # ------------------------------------------------------------------ direct get
 
     def direct_get(self, subject: bytes, reply: bytes | None, hdr: bytes | None, payload: bytes,
                    origin: Any, name: str, suffix: str | None) -> None:
-        from minijs.jetstream import msgget
-
+        from minijs.jetstream.api import msgget
         stream = self.js.lookup(name)
         if stream is None or not stream.config.allow_direct:
             # a caught-up mirror with mirror_direct answers for its origin too

@@ -33,16 +33,16 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.core import subjects as _subjects
 from minijs.core.msgtrace import TRACE_DEST, TRACE_DEST_DISABLED
-from minijs.jetstream import counter as C
+from minijs.jetstream.streams import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream.headers import parse_msg_ttl
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream import schedules as _schedules
-from minijs.jetstream import tracing
+from minijs.jetstream.streams import schedules as _schedules
+from minijs.jetstream.streams import tracing
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
-from minijs.jetstream.configs import StreamConfig, to_json_dict
+from minijs.jetstream.config.stream import StreamConfig, to_json_dict
 from minijs.jetstream.store import Store
 from minijs.jetstream.store.base import StoredMessage
 
@@ -333,7 +333,7 @@ class Stream:
             return
         if reply and reply.endswith(b".$FI"):  # fast batch publishing, see fastbatch.py
             if self.fast_batches is None:
-                from minijs.jetstream.fastbatch import FastBatches
+                from minijs.jetstream.streams.fastbatch import FastBatches
                 self.fast_batches = FastBatches(self)
             for body, if_acked in self.fast_batches.process(
                     subject.decode("utf-8", "replace"), reply.decode("utf-8", "replace"),
@@ -411,7 +411,7 @@ class Stream:
                 if not cfg.allow_atomic:
                     raise E.atomic_publish_disabled()
                 if self.batches is None:
-                    from minijs.jetstream.batch import AtomicBatches
+                    from minijs.jetstream.streams.batch import AtomicBatches
                     self.batches = AtomicBatches(self)
                 return self.batches.process(batch_id, subject, H.strip_status(hdr), data)
         ttl = 0

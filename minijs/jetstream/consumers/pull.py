@@ -170,7 +170,7 @@ def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) ->
 
 
 class PullDelivery:
-    """``MSG.NEXT`` requests of a :class:`~minijs.jetstream.consumer.Consumer`: queueing,
+    """``MSG.NEXT`` requests of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: queueing,
     expiry, heartbeats and the dispatch of messages to them."""
 
     def next_request(self, reply: bytes, payload: bytes) -> None:

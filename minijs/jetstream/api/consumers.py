@@ -1,25 +1,25 @@
-"""The ``$JS.API.CONSUMER.>`` endpoints, plugged into :class:`~minijs.jetstream.api.JetStreamApi`
+"""The ``$JS.API.CONSUMER.>`` endpoints, plugged into :class:`~minijs.jetstream.api.dispatch.JetStreamApi`
 through ``js_consumer_route``: create, info, names, list, delete, pause, unpin, reset and
 ``MSG.NEXT``.
 
-Validation is entirely :mod:`minijs.jetstream.consumer_config` (already byte-exact with
+Validation is entirely :mod:`minijs.jetstream.config.consumer` (already byte-exact with
 nats-server); this module sequences those checks the way ``jsConsumerCreateRequest`` does and
-turns the result into a live :class:`~minijs.jetstream.consumer.Consumer`.
+turns the result into a live :class:`~minijs.jetstream.consumers.consumer.Consumer`.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from minijs.jetstream import consumer_config as C
+from minijs.jetstream.config import consumer as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
-from minijs.jetstream.consumer import Consumer
+from minijs.jetstream.consumers.consumer import Consumer
 from minijs.protocol import wire
 
 if TYPE_CHECKING:
     from minijs.jetstream.engine import JetStream
-    from minijs.jetstream.stream import Stream
+    from minijs.jetstream.streams.stream import Stream
 
 NAMES_LIMIT = 1024
 LIST_LIMIT = 256

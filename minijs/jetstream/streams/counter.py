@@ -12,7 +12,7 @@ each sourced message into an increment by the difference from that value, rewrit
 ``Nats-Incr`` header so the arithmetic stays right.
 
 Only pure functions live here; the stream calls them from its publish path, and the atomic
-batch (:mod:`minijs.jetstream.batch`) calls them with its staged running totals.
+batch (:mod:`minijs.jetstream.streams.batch`) calls them with its staged running totals.
 """
 from __future__ import annotations
 
