@@ -201,6 +201,11 @@ class ServerConfig:
     #: server does not match stream placement tags against them, nor does nats-server
     tags: tuple[str, ...] = ()
     control: bool = False  # minijs extension: serve the $MINIJS.> control plane
+    #: minijs extension: this many nodes in one process (1: one server; 2 to 5: an in-process
+    #: cluster, see :mod:`minijs.cluster`).
+    cluster_size: int = 1
+    #: The cluster's name (nats-server's ``cluster { name }``, ``--cluster_name``).
+    cluster_name: str | None = None
     control_user: str | None = None  # with auth configured, the only user the plane answers
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -14,12 +14,20 @@ class Logger:
     """A small leveled logger writing nats-server style lines to a stream (stderr by default)."""
 
     def __init__(self, stream: TextIO | None = None, *, debug: bool = False, trace: bool = False,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, tag: str = "") -> None:
         self.stream = stream
         self.debug_enabled = debug
         self.trace_enabled = trace
         self.enabled = enabled
+        #: Written before each text (a cluster node's ``[name] ``), after the level.
+        self.tag = tag
         self._pid = os.getpid()
+
+    def child(self, tag: str) -> "Logger":
+        """The same logger with ``[tag] `` before each text (one node of an in-process
+        cluster: ``[INF] [n2] Listening for client connections on ...``)."""
+        return Logger(self.stream, debug=self.debug_enabled, trace=self.trace_enabled,
+                      enabled=self.enabled, tag=f"[{tag}] ")
 
     def _write(self, level: str, text: str) -> None:
         if not self.enabled:
@@ -29,7 +37,7 @@ class Logger:
         micros = int((now % 1) * 1_000_000)
         stream = self.stream if self.stream is not None else sys.stderr
         try:
-            stream.write(f"[{self._pid}] {stamp}.{micros:06d} [{level}] {text}\n")
+            stream.write(f"[{self._pid}] {stamp}.{micros:06d} [{level}] {self.tag}{text}\n")
             stream.flush()
         except (ValueError, OSError):  # closed stream at interpreter exit
             pass

@@ -19,7 +19,7 @@ import os
 import socket
 import sys
 import threading
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from typing import TYPE_CHECKING
 
@@ -53,17 +53,44 @@ def _plaintext_passwords(config: ServerConfig) -> bool:
     return any(not is_bcrypt(p) for p in passwords)
 
 
+class Membership(Protocol):
+    """What a node of an in-process cluster is given by its cluster (:mod:`minijs.clustering`)."""
+
+    def attached(self, server: "Server") -> None:
+        """``server`` is listening: join the cluster's network (routes, replication)."""
+
+    def detached(self, server: "Server") -> None:
+        """``server`` is going down: leave the network."""
+
+
 class Server(Router):
     """A NATS server in this process's event loop.
 
     ``Server(port=0)`` picks a free port; ``await server.start()`` binds and returns once
     clients can connect; ``client_url`` says where. ``async with Server() as s:`` does both ends.
     ``clock`` is a :class:`~minijs.clock.Clock` or ``"wall"``, ``"virtual"``, ``"auto"``.
+
+    ``Server(cluster_size=N)`` with N from 2 to 5 makes an in-process cluster of N nodes
+    instead: a :class:`minijs.clustering.Cluster`, which offers the same methods and adds
+    ``nodes``, ``partition()``, ``heal()`` and ``cluster()``.
     """
 
+    def __new__(cls, config: ServerConfig | None = None, *args: Any, **kwargs: Any) -> Any:
+        size = kwargs.get("cluster_size", config.cluster_size if config is not None else 1)
+        if cls is Server and size != 1:
+            from minijs.clustering import Cluster
+
+            return Cluster(config, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
+                 logger: Logger | None = None, membership: Membership | None = None,
+                 **overrides: Any) -> None:
         super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
+        #: This node's place in an in-process cluster (None: a server of its own).
+        self.membership = membership
+        if membership is not None:
+            self.owns_clock = False
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
         #: With an ``accounts`` block: each account's API (accounts without JetStream get
@@ -119,6 +146,8 @@ class Server(Router):
             check_store_dir(config.store_dir)  # as nats-server: before the port is bound
         await self.listen()
         self.running = True
+        if self.membership is not None:
+            self.membership.attached(self)
         if config.http_port is not None:
             from minijs.monitor import Monitor
 
@@ -163,16 +192,7 @@ class Server(Router):
         self.log.info("Entering lame duck mode, stop accepting new clients")
         self.stop_listening()
         clients = list(self.connections.values())
-        notices = []
-        for conn in clients:
-            if conn.protocol >= 1 and conn.sent_connect_info:
-                fields = self.info_fields(conn, connect_info=True)
-                for key in ("connect_info", "remote_account"):
-                    fields.pop(key, None)
-                tail = {key: fields.pop(key) for key in ("api_lvl", "xkey") if key in fields}
-                fields["ldm"] = True  # nats-server's Info order: after domain, before api_lvl
-                fields.update(tail)
-                notices.append((conn, wire.info(fields)))
+        notices = self._async_infos(ldm=True)  # nats-server's Info order: after domain
         self._stop_jetstream()  # before the INFO, as nats-server; the INFO still says jetstream
         if not clients:
             await self.stop()
@@ -199,6 +219,31 @@ class Server(Router):
                 return
         await self.stop()
 
+    def _async_infos(self, **extra: Any) -> list[tuple[Any, bytes]]:
+        """An async INFO for each client that takes one (protocol 1, past its first PING):
+        the INFO it was sent after CONNECT, without ``connect_info`` and ``remote_account``,
+        ``extra`` fields before ``api_lvl``."""
+        from minijs.protocol import wire
+
+        out = []
+        for conn in list(self.connections.values()):
+            if conn.closed or conn.protocol < 1 or not conn.sent_connect_info:
+                continue
+            fields = self.info_fields(conn, connect_info=True)
+            for key in ("connect_info", "remote_account"):
+                fields.pop(key, None)
+            tail = {key: fields.pop(key) for key in ("api_lvl", "xkey") if key in fields}
+            fields.update(extra)
+            fields.update(tail)
+            out.append((conn, wire.info(fields)))
+        return out
+
+    def send_async_info(self) -> None:
+        """Tell the clients that take async INFO what changed (a cluster's ``connect_urls``)."""
+        for conn, notice in self._async_infos():
+            conn.send(notice)
+        self.flush_soon()
+
     async def _shutdown(self, *, keep_files: bool, crash: bool = False) -> str | None:
         """Stop everything; return the private file-stream directory when it is kept."""
         self.running = False
@@ -210,6 +255,8 @@ class Server(Router):
                 self.log.error(f"Error cleaning up ports file {self._ports_file}: {exc}")
             self._ports_file = None
         self.stop_listening()
+        if self.membership is not None:
+            self.membership.detached(self)
         if self.control_plane is not None:
             self.control_plane.stop()
             self.control_plane = None
@@ -224,7 +271,7 @@ class Server(Router):
                 conn.flush()
                 conn.close()
         await self.listener_closed()
-        unbind = getattr(self.clock, "unbind", None)
+        unbind = getattr(self.clock, "unbind", None) if self.owns_clock else None
         if unbind is not None:
             unbind()
         # Give transports a turn to hand their buffers to the kernel.

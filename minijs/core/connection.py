@@ -120,6 +120,9 @@ RESERVED_QUEUE = b"_sys_"
 class Connection(asyncio.Protocol):
     """A client connection. One event loop owns it; nothing here blocks or takes a lock."""
 
+    #: A client, not a peer node's route (:class:`minijs.core.routes.RouteConn`).
+    is_route = False
+
     def __init__(self, server: ConnectionOwner) -> None:
         self.server = server
         config = server.config

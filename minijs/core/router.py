@@ -75,11 +75,14 @@ class Router(InternalSubscriptions):
         self.server_name = config.server_name or self.server_id
         self.xkey = _nkey_like("X")
         self.sublist = WatchedSublist()
+        #: In a cluster, this node's :class:`~minijs.core.routes.Routes` (the other nodes'
+        #: interest as route subscriptions, messages forwarded to them); None otherwise.
+        self.routes: Any = None
         #: Each configured account's own subscription index ("$G", the global account, is
         #: :attr:`sublist`, where the server's own handlers live).
         self.account_sublists: dict[str, WatchedSublist] = {GLOBAL_ACCOUNT: self.sublist}
         for name in config.accounts:
-            self.account_sublists[name] = WatchedSublist()
+            self.account_sublists[name] = WatchedSublist(name)
         for sublist in self.account_sublists.values():
             services.install(self, sublist)
         self._users = {u.user: u for u in config.users}
@@ -113,6 +116,8 @@ class Router(InternalSubscriptions):
         #: ``/connz?state=closed``); None (no cost) otherwise.
         self.closed_hook: Any = None
         self.running = False
+        #: False for a node of an in-process cluster: the cluster binds the shared clock.
+        self.owns_clock = True
         #: The sequence of the server's own system messages (trace events' ``server.seq``).
         self._sys_seq = 0
         #: Accounts' ``msg_trace``: where a sampled ``traceparent`` of their clients is traced.
@@ -136,9 +141,10 @@ class Router(InternalSubscriptions):
             lambda: Connection(self), host=config.host, port=port, reuse_address=True,
             backlog=1024)
         self.port = self._listener.sockets[0].getsockname()[1]
-        bind = getattr(self.clock, "bind", None)
-        if bind is not None:
-            bind(self._loop, self.settle)
+        if self.owns_clock:  # a cluster's nodes share one clock, which the cluster binds
+            bind = getattr(self.clock, "bind", None)
+            if bind is not None:
+                bind(self._loop, self.settle)
         self._note_activity = getattr(self.clock, "note_activity", None)
 
     def stop_listening(self) -> None:
@@ -178,7 +184,8 @@ class Router(InternalSubscriptions):
         """The subscription index of ``account`` (created for accounts named only by users)."""
         sl = self.account_sublists.get(account)
         if sl is None:
-            sl = self.account_sublists[account] = WatchedSublist()
+            sl = self.account_sublists[account] = WatchedSublist(account)
+            sl.interest_hook = self.sublist.interest_hook
             services.install(self, sl)
         return sl
 
@@ -209,8 +216,13 @@ class Router(InternalSubscriptions):
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
+        routes = self.routes
+        if routes is not None:
+            fields["cluster"] = routes.cluster_name
         if self.jetstream_group is not None and getattr(config, "js_domain", ""):
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
+        if routes is not None:
+            fields["connect_urls"] = routes.connect_urls()
         if connect_info:
             fields["connect_info"] = True
             fields["remote_account"] = conn.account if conn is not None else GLOBAL_ACCOUNT
@@ -284,6 +296,9 @@ class Router(InternalSubscriptions):
         hook = self.fault_hook
         if hook is not None and hook.on_publish(subject, reply, header, payload, origin):
             return 1  # a fault rule took it (and answered, or hands it on later)
+        routes = self.routes
+        if routes is not None:
+            routes.gen += 1  # a new message for the peers' route connections
         # Each account has its own subscriptions: a client's message stays in its account,
         # unless the account imports or exports (minijs.core.imports routes it then).
         if origin is not None:
@@ -468,6 +483,10 @@ class Router(InternalSubscriptions):
     def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
                       hdr: bytes | None, data: bytes) -> int:
         """:meth:`deliver_as` within one account's ``sublist`` (no fault rules, no imports)."""
+        routes = self.routes
+        if routes is not None:
+            routes.gen += 1
+            routes.target = target  # the peers route it by the deliver subject
         result = sublist.cache.get(target)  # sublist.match(target), its cache hit inlined
         if result is None:
             result = sublist.match(target)
@@ -498,7 +517,20 @@ class Router(InternalSubscriptions):
             stats = self.stats
             stats.out_msgs += delivered
             stats.out_bytes += delivered * (len(data) + (len(hdr) if hdr else 0))
+        if routes is not None:
+            routes.target = None
         return delivered
+
+    def pick_local_member(self, members: list[Subscription]) -> Subscription | None:
+        """One random live member of a queue group among this node's own subscribers (what a
+        message routed from a peer for that group goes to)."""
+        n = len(members)
+        start = random.randrange(n) if n > 1 else 0
+        for i in range(n):
+            sub = members[(start + i) % n]
+            if not sub.closed and (sub.conn is None or not sub.conn.is_route):
+                return sub
+        return None
 
     def no_responders(self, subject: bytes, reply: bytes, origin: Connection) -> None:
         """Send the 503 no-responders status to ``origin``'s subscription on ``reply``."""
@@ -521,8 +553,14 @@ class WatchedSublist(Sublist):
     #: any: its subscriptions' shadows in the exporters are watched there too (empty: no cost).
     stream_imports: list = []
 
-    def __init__(self) -> None:
+    #: In a cluster: ``interest_hook(account, sub, +1|-1)`` on every insert and remove
+    #: (:meth:`minijs.core.routes.Routes.interest_changed`); None otherwise (no cost).
+    interest_hook: Any = None
+
+    def __init__(self, account: str = GLOBAL_ACCOUNT) -> None:
         super().__init__()
+        #: The account whose subscriptions these are.
+        self.account = account
         self._watchers: dict[bytes, list[Callable[[], None]]] = {}
 
     def watch(self, subject: bytes, callback: Callable[[], None]) -> tuple:
@@ -539,6 +577,8 @@ class WatchedSublist(Sublist):
 
     def insert(self, sub: Subscription) -> None:
         super().insert(sub)
+        if self.interest_hook is not None:
+            self.interest_hook(self.account, sub, 1)
         if self._watchers and sub.subject in self._watchers:
             self._notify(sub.subject)
         if self.stream_imports:
@@ -546,6 +586,8 @@ class WatchedSublist(Sublist):
 
     def remove(self, sub: Subscription) -> bool:
         removed = super().remove(sub)
+        if removed and self.interest_hook is not None:
+            self.interest_hook(self.account, sub, -1)
         if removed and self._watchers and sub.subject in self._watchers:
             self._notify(sub.subject)
         if removed and self.stream_imports:
@@ -592,14 +634,23 @@ class WatchedSublist(Sublist):
 
 
 def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:
-    """One random live member of a queue group (not the publisher itself when echo is off)."""
+    """One random live member of a queue group (not the publisher itself when echo is off).
+    In a cluster a member on this node is preferred to a peer's (a route subscription), as
+    nats-server prefers local queue subscribers."""
     n = len(members)
     start = random.randrange(n) if n > 1 else 0
+    remote = None
     for i in range(n):
         sub = members[(start + i) % n]
         if sub.closed:
             continue
-        if sub.conn is not None and sub.conn is origin and not origin.echo:
-            continue
+        conn = sub.conn
+        if conn is not None:
+            if conn.is_route:
+                if remote is None:
+                    remote = sub
+                continue
+            if conn is origin and not origin.echo:
+                continue
         return sub
-    return None
+    return remote

@@ -24,7 +24,7 @@ class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
     __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
-                 "on_traced", "frame_subject", "frame_prefix")
+                 "on_traced", "frame_subject", "frame_prefix", "local_only", "account")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -46,6 +46,11 @@ class Subscription:
         #: formatting the line again (see :meth:`minijs.core.connection.Connection.deliver`).
         self.frame_subject: bytes | None = None
         self.frame_prefix = b""
+        #: Internal only: interest of this node alone, never told to a cluster's other nodes
+        #: (a per-node service; see :mod:`minijs.core.routes`).
+        self.local_only = False
+        #: A route subscription's account (the peer's interest is kept per account).
+        self.account = ""
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""
@@ -72,13 +77,17 @@ class InternalSubscriptions:
 
     def subscribe_internal(self, subject: str | bytes, handler: Callable[..., None],
                            queue: bytes | None = None, *,
-                           on_traced: Callable[..., bool | None] | None = None) -> Subscription:
+                           on_traced: Callable[..., bool | None] | None = None,
+                           local_only: bool = False) -> Subscription:
         """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
 
         For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
         takes a traced message instead of ``handler``, records its own events and returns
-        False when the message went no further (not a receiver, so a request may get a 503)."""
+        False when the message went no further (not a receiver, so a request may get a 503).
+        ``local_only``: interest of this node only, never told to the other nodes of a
+        cluster (a per-node service)."""
         sub = Subscription.internal(subject, handler, queue, on_traced)
+        sub.local_only = local_only
         self.sublist.insert(sub)
         return sub
 

@@ -1,0 +1,527 @@
+"""Raft: one replicated log per group (the meta group, each replicated stream), on the server
+clock, over the cluster's network.
+
+A :class:`RaftNode` is one member of one group on one node. It elects leaders, replicates
+entries the leader proposes and tells its state machine (:class:`StateMachine`) about each
+entry once a majority holds it. Timings are nats-server's defaults (``raft.go``): an election
+timeout drawn between 4 and 9 s, heartbeats every second, a leader that has not heard from a
+majority for 10 s steps down; a new group's preferred member campaigns after 50 ms, a
+bootstrapping group's members after 100 to 800 ms, a leadership transfer after 10 ms. On a
+virtual clock the campaigns a healthy cluster starts by itself (a new group's preferred member,
+a transfer, the first meta election) take no time, so a create does not wait for the test to
+move time; elections after a lost leader do.
+
+Invariants (Raft's, as kept here):
+
+* at most one leader per term; a member votes once per term, for a candidate whose log is at
+  least as up to date as its own;
+* an entry is committed once the leader of its term has it on a majority; committed entries
+  are applied in index order, each exactly once per member incarnation, and never rolled back;
+* a follower's log agrees with the leader's up to the entries the leader sent it: entries
+  after a mismatch are dropped before new ones are appended;
+* the durable part (term, vote, log, snapshot) lives in a :class:`RaftDisk`, which the cluster
+  keeps across a member's restarts for groups whose storage survives one;
+* every wait is a timer on the server clock; every random draw comes from the member's seeded
+  source. An election timer is marked ``housekeeping`` while the member's leader is reachable,
+  so an idle auto clock does not race through healthy heartbeats, and becomes a real wait as
+  soon as the link to the leader is gone.
+
+Messages (the node protocol's ``("RAFT", group, kind, ...)``): ``VOTE`` (term, candidate,
+last index, last term), ``VOTED`` (term, granted), ``APPEND`` (term, leader, prev index, prev
+term, entries, commit), ``APPENDED`` (term, success, match index), ``SNAP`` (term, leader,
+index, term at index, data), ``SNAPPED`` (term, index), ``TIMEOUT_NOW`` (term).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
+
+ELECTION_MIN, ELECTION_MAX = 4.0, 9.0
+CAMPAIGN_MIN, CAMPAIGN_MAX = 0.1, 0.8
+CAMPAIGN_NOW = 0.05
+TRANSFER = 0.01
+HEARTBEAT = 1.0
+LOST_QUORUM = 10.0
+#: Entries a leader sends in one APPEND.
+MAX_APPEND = 512
+#: Applied entries kept before the log is compacted behind a snapshot.
+COMPACT_AFTER = 8192
+
+
+class NotLeader(Exception):
+    """A proposal reached a member that is not the leader (``leader``: who is, if known)."""
+
+    def __init__(self, leader: str | None) -> None:
+        super().__init__(f"not the leader (leader: {leader})")
+        self.leader = leader
+
+
+class StateMachine(Protocol):
+    """What a group replicates into."""
+
+    def apply(self, index: int, entry: Any) -> None:
+        """``entry`` is committed (called in index order on every member)."""
+
+    def snapshot(self) -> Any:
+        """The state after the last applied entry, for a member too far behind."""
+
+    def restore(self, data: Any) -> None:
+        """Replace the state with a :meth:`snapshot` (a lagging member catching up)."""
+
+    def leader_changed(self, leader: str | None, is_me: bool) -> None:
+        """The group's known leader changed (None: no leader now)."""
+
+    def conflict(self, index: int) -> None:
+        """Entries from ``index`` on were dropped (an old leader's, never committed)."""
+
+    def needs_snapshot(self) -> bool:
+        """The state cannot be brought up to date by entries (it diverged): ask for a
+        snapshot."""
+
+
+@dataclass
+class RaftDisk:
+    """A member's durable Raft state: what survives its restarts."""
+
+    term: int = 0
+    voted_for: str | None = None
+    #: Entries after the snapshot: (term, entry); the first is at ``base + 1``.
+    log: list[tuple[int, Any]] = field(default_factory=list)
+    base: int = 0
+    base_term: int = 0
+    snapshot: Any = None
+    #: The peers of the group (changed by membership entries).
+    peers: list[str] = field(default_factory=list)
+
+
+class RaftNode:
+    """One member of one Raft group."""
+
+    def __init__(self, group: str, me: str, disk: RaftDisk, *, send: Callable[[str, tuple], Any],
+                 clock: Any, rng: random.Random, fsm: StateMachine,
+                 reachable: Callable[[str], bool], log: Any = None) -> None:
+        self.group = group
+        self.me = me
+        self.disk = disk
+        self._send = send
+        self.clock = clock
+        self.rng = rng
+        self.fsm = fsm
+        self._reachable = reachable
+        self.log = log
+        self.state = FOLLOWER
+        self.leader: str | None = None
+        self.commit = disk.base
+        self.applied = disk.base
+        self._votes: set[str] = set()
+        self._next: dict[str, int] = {}
+        self._match: dict[str, int] = {}
+        #: Monotonic time each peer was last heard from (leader) / the leader last was.
+        self._heard: dict[str, float] = {}
+        self._timer: Any = None
+        self._hb_timer: Any = None
+        self._deadline = 0.0
+        self._stopped = False
+        #: A snapshot is being sent to these peers (no appends meanwhile).
+        self._snapping: set[str] = set()
+        #: Callbacks waiting for an index to commit: index -> [callback(ok)].
+        self._waiting: dict[int, list[Callable[[bool], None]]] = {}
+        self.transferring = False
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def term(self) -> int:
+        return self.disk.term
+
+    @property
+    def peers(self) -> list[str]:
+        return self.disk.peers
+
+    @property
+    def last_index(self) -> int:
+        return self.disk.base + len(self.disk.log)
+
+    def _term_at(self, index: int) -> int:
+        disk = self.disk
+        if index == disk.base:
+            return disk.base_term
+        if index < disk.base or index > self.last_index:
+            return -1
+        return disk.log[index - disk.base - 1][0]
+
+    @property
+    def quorum(self) -> int:
+        return len(self.peers) // 2 + 1
+
+    def is_leader(self) -> bool:
+        return self.state == LEADER
+
+    def replicas(self) -> list[dict[str, Any]]:
+        """For the leader: each other peer's ``current`` (holds everything committed),
+        ``active`` (seconds since last heard) and ``lag`` (entries behind)."""
+        now = self.clock.monotonic()
+        out = []
+        for peer in self.peers:
+            if peer == self.me:
+                continue
+            match = self._match.get(peer, 0)
+            heard = self._heard.get(peer)
+            out.append({"name": peer, "current": match >= self.commit and heard is not None
+                        and now - heard < 2 * HEARTBEAT,
+                        "active": (now - heard) if heard is not None else None,
+                        "lag": max(0, self.last_index - match)})
+        return out
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, campaign: str | None = None) -> None:
+        """Start as a follower. ``campaign``: ``"now"`` (the preferred member of a new group),
+        ``"bootstrap"`` (a new cluster's first election), or None (wait for a leader)."""
+        self._stopped = False
+        if len(self.peers) == 1 and self.peers[0] == self.me:
+            self._become_candidate()
+            return
+        if campaign == "now":
+            self._arm(0.0 if self.clock.virtual else CAMPAIGN_NOW, real=True)
+        elif campaign == "bootstrap":
+            delay = CAMPAIGN_MIN + self.rng.random() * (CAMPAIGN_MAX - CAMPAIGN_MIN)
+            self._arm(0.0 if self.clock.virtual else delay, real=True)
+        else:
+            self._arm_election()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._cancel_timers()
+        waiting, self._waiting = self._waiting, {}
+        for callbacks in waiting.values():
+            for cb in callbacks:
+                cb(False)
+
+    # ------------------------------------------------------------------ proposing
+
+    def propose(self, entry: Any, on_commit: Callable[[bool], None] | None = None) -> int:
+        """Append ``entry`` (leader only) and replicate it; ``on_commit(True)`` once it is
+        committed, ``on_commit(False)`` if leadership is lost first."""
+        if self.state != LEADER or self.transferring:
+            raise NotLeader(self.leader)
+        self.disk.log.append((self.term, entry))
+        index = self.last_index
+        if on_commit is not None:
+            self._waiting.setdefault(index, []).append(on_commit)
+        if len(self.peers) == 1:
+            self._advance_commit()
+        else:
+            for peer in self.peers:
+                if peer != self.me:
+                    self._replicate(peer)
+        return index
+
+    def step_down(self, preferred: str | None = None) -> str | None:
+        """Hand leadership to ``preferred`` (or the most up-to-date reachable peer); returns
+        who was asked to take over, or None when no peer can (nothing changes then)."""
+        if self.state != LEADER:
+            raise NotLeader(self.leader)
+        candidates = [p for p in self.peers if p != self.me and self._reachable(p)]
+        if preferred is not None:
+            candidates = [p for p in candidates if p == preferred]
+        if not candidates:
+            return None
+        best = max(candidates, key=lambda p: (self._match.get(p, 0), -self.peers.index(p)))
+        # Bring it up to date first, then tell it to campaign at once.
+        self.transferring = True
+        self._replicate(best)
+        self._send(best, ("TIMEOUT_NOW", self.term))
+        self._become_follower(self.term, None)
+        return best
+
+    # ------------------------------------------------------------------ timers
+
+    def _cancel_timers(self) -> None:
+        for t in (self._timer, self._hb_timer):
+            if t is not None:
+                t.cancel()
+        self._timer = self._hb_timer = None
+
+    def _arm(self, delay: float, *, real: bool) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._deadline = self.clock.monotonic() + delay
+        self._timer = self.clock.call_later(delay, self._on_election_timeout,
+                                            housekeeping=not real)
+
+    def _arm_election(self) -> None:
+        delay = ELECTION_MIN + self.rng.random() * (ELECTION_MAX - ELECTION_MIN)
+        leader = self.leader
+        self._arm(delay, real=leader is None or not self._reachable(leader))
+
+    def link(self, peer: str, up: bool) -> None:
+        """The link to ``peer`` changed: a follower that lost its leader's link waits for its
+        election timeout for real (no longer housekeeping)."""
+        if self._stopped:
+            return
+        self._snapping.discard(peer)
+        if self.state == FOLLOWER and peer == self.leader and not up and self._timer is not None:
+            remaining = max(0.0, self._deadline - self.clock.monotonic())
+            self._arm(remaining, real=True)
+        elif self.state == LEADER and up and peer in self.peers:
+            self._replicate(peer, heartbeat=True)
+
+    def _on_election_timeout(self) -> None:
+        self._timer = None
+        if self._stopped or self.state == LEADER:
+            return
+        self._become_candidate()
+
+    # ------------------------------------------------------------------ roles
+
+    def _become_candidate(self) -> None:
+        disk = self.disk
+        disk.term += 1
+        disk.voted_for = self.me
+        self.state = CANDIDATE
+        self._set_leader(None)
+        self._votes = {self.me}
+        if len(self._votes) >= self.quorum:
+            self._become_leader()
+            return
+        self._arm(ELECTION_MIN + self.rng.random() * (ELECTION_MAX - ELECTION_MIN), real=True)
+        msg = ("VOTE", disk.term, self.me, self.last_index, self._term_at(self.last_index))
+        for peer in self.peers:
+            if peer != self.me:
+                self._send(peer, msg)
+
+    def _become_follower(self, term: int, leader: str | None) -> None:
+        was_leader = self.state == LEADER
+        self.transferring = False
+        if term > self.disk.term:
+            self.disk.term = term
+            self.disk.voted_for = None
+        self.state = FOLLOWER
+        if self._hb_timer is not None:
+            self._hb_timer.cancel()
+            self._hb_timer = None
+        if was_leader:
+            waiting, self._waiting = self._waiting, {}
+            for callbacks in waiting.values():
+                for cb in callbacks:
+                    cb(False)
+        self._set_leader(leader)
+        self._arm_election()
+
+    def _become_leader(self) -> None:
+        self.state = LEADER
+        self.transferring = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        now = self.clock.monotonic()
+        for peer in self.peers:
+            if peer != self.me:
+                self._next[peer] = self.last_index + 1
+                self._match[peer] = 0
+                self._heard[peer] = now
+        self._heard[self.me] = now
+        self._set_leader(self.me)
+        # An entry of our own term commits everything before it (Raft's rule).
+        self.disk.log.append((self.term, None))
+        if len(self.peers) == 1:
+            self._advance_commit()
+        self._heartbeat()
+
+    def _set_leader(self, leader: str | None) -> None:
+        if leader != self.leader:
+            self.leader = leader
+            if not self._stopped:
+                self.fsm.leader_changed(leader, leader == self.me)
+
+    def _heartbeat(self) -> None:
+        self._hb_timer = None
+        if self._stopped or self.state != LEADER:
+            return
+        now = self.clock.monotonic()
+        heard = sum(1 for p in self.peers
+                    if p == self.me or now - self._heard.get(p, now) < LOST_QUORUM)
+        if heard < self.quorum:
+            if self.log is not None:
+                self.log.warn(f"RAFT [{self.me} - {self.group}] lost quorum, stepping down")
+            self._become_follower(self.term, None)
+            return
+        for peer in self.peers:
+            if peer != self.me:
+                self._replicate(peer, heartbeat=True)
+        self._hb_timer = self.clock.call_later(HEARTBEAT, self._heartbeat, housekeeping=True)
+
+    # ------------------------------------------------------------------ replication
+
+    def _replicate(self, peer: str, *, heartbeat: bool = False) -> None:
+        if peer in self._snapping:
+            return
+        disk = self.disk
+        nxt = self._next.get(peer, self.last_index + 1)
+        if nxt <= disk.base:
+            self._snapping.add(peer)
+            data = self.fsm.snapshot()
+            self._send(peer, ("SNAP", self.term, self.me, self.applied,
+                              self._term_at(self.applied), data, list(self.peers)))
+            return
+        prev = nxt - 1
+        entries = disk.log[prev - disk.base: prev - disk.base + MAX_APPEND]
+        if not entries and not heartbeat:
+            return
+        self._send(peer, ("APPEND", self.term, self.me, prev, self._term_at(prev), entries,
+                          self.commit))
+
+    def receive(self, sender: str, msg: tuple) -> None:
+        if self._stopped:
+            return
+        kind, term = msg[0], msg[1]
+        if term > self.disk.term:
+            leader = msg[2] if kind in ("APPEND", "SNAP") else None
+            self._become_follower(term, leader)
+        handler = getattr(self, "_on_" + kind)
+        handler(sender, *msg[1:])
+
+    def _on_VOTE(self, sender: str, term: int, candidate: str, last_index: int,
+                 last_term: int) -> None:
+        disk = self.disk
+        my_last = self._term_at(self.last_index)
+        up_to_date = (last_term, last_index) >= (my_last, self.last_index)
+        grant = (term == disk.term and disk.voted_for in (None, candidate) and up_to_date)
+        if grant:
+            disk.voted_for = candidate
+            self._arm_election()
+        self._send(sender, ("VOTED", disk.term, grant))
+
+    def _on_VOTED(self, sender: str, term: int, granted: bool) -> None:
+        if self.state != CANDIDATE or term != self.disk.term or not granted:
+            return
+        self._votes.add(sender)
+        if len(self._votes) >= self.quorum:
+            self._become_leader()
+
+    def _on_APPEND(self, sender: str, term: int, leader: str, prev: int, prev_term: int,
+                   entries: list, commit: int) -> None:
+        disk = self.disk
+        if term < disk.term:
+            self._send(sender, ("APPENDED", disk.term, False, 0))
+            return
+        if self.state != FOLLOWER:
+            self._become_follower(term, leader)
+        elif self.leader != leader:
+            self._set_leader(leader)
+        self._arm_election()
+        if self.fsm.needs_snapshot():
+            self._send(sender, ("APPENDED", disk.term, False, -1))
+            return
+        if prev > self.last_index or (prev >= disk.base and self._term_at(prev) != prev_term):
+            # Not there yet, or disagreeing: ask for earlier entries.
+            self._send(sender, ("APPENDED", disk.term, False, min(prev - 1, self.last_index)))
+            return
+        index = prev
+        for entry in entries:
+            index += 1
+            if index <= disk.base:
+                continue
+            pos = index - disk.base - 1
+            if pos < len(disk.log):
+                if disk.log[pos][0] == entry[0]:
+                    continue
+                del disk.log[pos:]  # a conflict: what follows is the old leader's
+                self.fsm.conflict(index)
+            disk.log.append(entry)
+        new_commit = min(commit, index)  # only what agrees with the leader may commit
+        if new_commit > self.commit:
+            self.commit = new_commit
+            self._apply()
+        self._send(sender, ("APPENDED", disk.term, True, index))
+
+    def _on_APPENDED(self, sender: str, term: int, success: bool, index: int) -> None:
+        if self.state != LEADER or term != self.disk.term:
+            return
+        self._heard[sender] = self.clock.monotonic()
+        if index < 0:  # its state diverged: it needs a snapshot
+            self._next[sender] = 0
+            self._replicate(sender)
+            return
+        if success:
+            if index > self._match.get(sender, 0):
+                self._match[sender] = index
+            self._next[sender] = max(self._next.get(sender, 0), index + 1)
+            self._advance_commit()
+            if self._next[sender] <= self.last_index:
+                self._replicate(sender)
+            return
+        self._next[sender] = max(1, min(self._next.get(sender, 1) - 1, index + 1))
+        self._replicate(sender)
+
+    def _on_SNAP(self, sender: str, term: int, leader: str, index: int, index_term: int,
+                 data: Any, peers: list[str]) -> None:
+        disk = self.disk
+        if term < disk.term:
+            self._send(sender, ("SNAPPED", disk.term, 0))
+            return
+        self._set_leader(leader)
+        self._arm_election()
+        self.fsm.restore(data)
+        disk.log = []
+        disk.base, disk.base_term, disk.snapshot = index, index_term, data
+        disk.peers = list(peers)
+        self.commit = self.applied = index
+        self._send(sender, ("SNAPPED", disk.term, index))
+
+    def _on_SNAPPED(self, sender: str, term: int, index: int) -> None:
+        self._snapping.discard(sender)
+        if self.state != LEADER or term != self.disk.term:
+            return
+        self._heard[sender] = self.clock.monotonic()
+        self._match[sender] = max(self._match.get(sender, 0), index)
+        self._next[sender] = index + 1
+        self._replicate(sender)
+
+    def _on_TIMEOUT_NOW(self, sender: str, term: int) -> None:
+        if self.state != LEADER:
+            self._arm(0.0 if self.clock.virtual else TRANSFER, real=True)
+
+    # ------------------------------------------------------------------ commit and apply
+
+    def _advance_commit(self) -> None:
+        matches = sorted((self._match.get(p, 0) if p != self.me else self.last_index)
+                         for p in self.peers)
+        candidate = matches[len(matches) - self.quorum]
+        if candidate > self.commit and self._term_at(candidate) == self.term:
+            self.commit = candidate
+            self._apply()
+
+    def _apply(self) -> None:
+        disk = self.disk
+        while self.applied < self.commit:
+            self.applied += 1
+            entry = disk.log[self.applied - disk.base - 1][1]
+            if entry is not None:
+                self.fsm.apply(self.applied, entry)
+            callbacks = self._waiting.pop(self.applied, None)
+            if callbacks:
+                for cb in callbacks:
+                    cb(True)
+            if self._stopped:
+                return
+        if self.applied - disk.base > COMPACT_AFTER:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop applied entries (a leader: those every reachable peer holds); a peer behind
+        them gets a snapshot."""
+        disk = self.disk
+        upto = self.applied
+        if self.state == LEADER:
+            upto = min([upto] + [self._match.get(p, 0) for p in self.peers
+                                 if p != self.me and self._reachable(p)])
+        if upto <= disk.base:
+            return
+        disk.base_term = self._term_at(upto)
+        del disk.log[:upto - disk.base]
+        disk.base = upto
