@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import tempfile
 from typing import Any
 
 from minijs.clock import Clock, make_clock
 from minijs.cluster.network import Network, NetworkError
+from minijs.cluster.raft import RaftDisk, RaftNode
 from minijs.config import ServerConfig
 from minijs.core.routes import Routes
 from minijs.log import NULL_LOGGER, Logger
@@ -91,11 +91,13 @@ class Node:
         cut); what it stored in files stays for :meth:`restart`."""
         self._require(up=True, doing="kill")
         self._temp_dir = await self.server._shutdown(keep_files=True)
+        self.cluster.forget_volatile(self.name)
 
     async def crash(self) -> None:
         """Like :meth:`kill`, as ``kill -9``: nothing buffered is committed, nobody is told."""
         self._require(up=True, doing="crash")
         self._temp_dir = await self.server._shutdown(keep_files=True, crash=True)
+        self.cluster.forget_volatile(self.name)
 
     async def restart(self) -> None:
         """Start this node again on the same port with the same store (after a kill or a
@@ -148,6 +150,11 @@ class Node:
                 "client_url": url.split("://", 1)[1]}
 
     def receive(self, sender: str, message: Any) -> None:
+        if message[0] in ("RAFT", "JS"):
+            jsc = self.server.jetstream_cluster
+            if jsc is not None:
+                jsc.receive(sender, message)
+            return
         routes = self.server.routes
         if routes is not None:
             routes.receive(sender, message)
@@ -156,10 +163,61 @@ class Node:
         routes = self.server.routes
         if routes is not None:
             routes.link(peer, up)
+        jsc = self.server.jetstream_cluster
+        if jsc is not None:
+            jsc.link(peer, up)
+
+    def cluster_env(self, server: Server) -> "NodeEnv":
+        return NodeEnv(self)
+
+    def bootstraps(self) -> bool:
+        return self.cluster.bootstrap_node == self.name
 
     def _peers_changed(self) -> None:
         """connect_urls changed: clients that take async INFO hear the new list."""
         self.server.send_async_info()
+
+
+class NodeEnv:
+    """What one node's JetStream is given by the cluster (see
+    :class:`minijs.jetstream.cluster.meta.ClusterEnv`): the network seen from this node, the
+    node's durable Raft state, its seeded random sources."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.cluster = node.cluster
+        self.name = node.name
+        self.cluster_name = node.cluster.name
+        self.clock = node.cluster.clock
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.cluster.nodes]
+
+    def node_tags(self, name: str) -> list[str]:
+        return list(self.cluster.node(name).config.tags)
+
+    def send(self, peer: str, message: tuple) -> bool:
+        return self.cluster.network.send(self.name, peer, message)
+
+    def reachable(self, peer: str) -> bool:
+        return self.cluster.network.reachable(self.name, peer)
+
+    def online(self, peer: str) -> bool:
+        return peer == self.name or self.reachable(peer)
+
+    def disk(self, group: str, peers: list[str], *, durable: bool) -> RaftDisk:
+        return self.cluster.raft_disk(self.name, group, peers, durable)
+
+    def rng(self, purpose: str) -> random.Random:
+        return self.cluster.rng(f"{self.name}/{purpose}")
+
+    def make_raft(self, group: str, disk: RaftDisk, fsm: Any) -> RaftNode:
+        network = self.cluster.network
+        me = self.name
+        return RaftNode(group, me, disk,
+                        send=lambda peer, msg: network.send(me, peer, ("RAFT", group) + msg),
+                        clock=self.clock, rng=self.rng(f"raft/{group}"), fsm=fsm,
+                        reachable=self.reachable, log=self.node.server.log)
 
 
 class Cluster:
@@ -177,7 +235,12 @@ class Cluster:
         self.clock: Clock = make_clock(clock)
         self.log = logger or NULL_LOGGER
         self.name = config.cluster_name or DEFAULT_CLUSTER_NAME
-        self.network = Network(self.clock, random.Random(0))
+        #: Every random choice of the cluster (election timeouts, placement, ids) derives
+        #: from this seed, per node and purpose (:meth:`rng`).
+        self.seed = 0
+        self.network = Network(self.clock, self.rng("network"))
+        #: Each node's durable Raft state by group: (node, group) -> (RaftDisk, durable).
+        self._disks: dict[tuple[str, str], tuple[RaftDisk, bool]] = {}
         base = config.server_name
         names = [f"{base}-{i}" if base else f"n{i}" for i in range(1, size + 1)]
         self._store_root: str | None = None
@@ -188,6 +251,26 @@ class Cluster:
                                    self.log.child(name) if self.log.enabled else self.log))
         self._stopped: asyncio.Event | None = None
         self.running = False
+        #: The node that starts the first meta election (the others wait for it).
+        self.bootstrap_node = self.rng("bootstrap").choice(names)
+
+    def rng(self, purpose: str) -> random.Random:
+        """A random source for ``purpose``, derived from the cluster's seed."""
+        return random.Random(f"{self.seed}/{purpose}")
+
+    def raft_disk(self, node: str, group: str, peers: list[str], durable: bool) -> RaftDisk:
+        """A node's durable Raft state of ``group`` (kept across its restarts when
+        ``durable``: a file stream's or the meta group's; a memory stream's is lost with it)."""
+        key = (node, group)
+        found = self._disks.get(key)
+        if found is None:
+            found = self._disks[key] = (RaftDisk(peers=list(peers)), durable)
+        return found[0]
+
+    def forget_volatile(self, node: str) -> None:
+        """``node`` went down: what it held only in memory is gone."""
+        for key in [k for k, (_, durable) in self._disks.items() if k[0] == node and not durable]:
+            del self._disks[key]
 
     def _node_config(self, i: int, name: str) -> ServerConfig:
         config = self.config
@@ -216,9 +299,29 @@ class Cluster:
         if bind is not None:
             bind(asyncio.get_running_loop(), self.settle)
         self.running = True
-        # Links come up on the next loop turns: let every node learn of the others.
+        # Links come up on the next loop turns: let every node learn of the others; with
+        # JetStream, the first meta leader is elected before the cluster is ready.
         for _ in range(4):
             await asyncio.sleep(0)
+        if self.config.jetstream:
+            await self._wait_for_meta_leader()
+
+    async def _wait_for_meta_leader(self, timeout: float = 10.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.meta_leader() is None:
+            if loop.time() > deadline:
+                raise ClusterError("the cluster elected no JetStream meta leader within "
+                                   f"{timeout:.0f} s")
+            await asyncio.sleep(0 if self.clock.virtual else 0.005)
+
+    def meta_leader(self) -> str | None:
+        """The meta leader, as the live nodes know it (None during an election)."""
+        for node in self.live_nodes:
+            jsc = node.server.jetstream_cluster
+            if jsc is not None and jsc.meta_leader is not None:
+                return jsc.meta_leader
+        return None
 
     async def stop(self) -> None:
         if not self.running:

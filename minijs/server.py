@@ -62,6 +62,12 @@ class Membership(Protocol):
     def detached(self, server: "Server") -> None:
         """``server`` is going down: leave the network."""
 
+    def cluster_env(self, server: "Server") -> Any:
+        """What this node's JetStream needs of the cluster (the seam, the seeded source)."""
+
+    def bootstraps(self) -> bool:
+        """Does this node start the cluster's first meta election?"""
+
 
 class Server(Router):
     """A NATS server in this process's event loop.
@@ -104,6 +110,8 @@ class Server(Router):
         self._shared_temp_dir: str | None = None
         #: In lame duck mode (:meth:`lame_duck_mode`): no new clients, closing the others.
         self.lame_duck = False
+        #: A cluster node's share of the cluster's JetStream (None otherwise).
+        self.jetstream_cluster: Any = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -184,8 +192,6 @@ class Server(Router):
         if not self.running or self.lame_duck:
             return
         import random
-
-        from minijs.protocol import wire
 
         config = self.config
         self.lame_duck = True
@@ -293,9 +299,12 @@ class Server(Router):
             self._start_account_jetstream(temp_dir)
             return
         engine = JetStream(self, temp_dir=temp_dir)
-        engine.start()
+        # A cluster's node recovers its streams from the meta group, not from its directory.
+        engine.start(recover=self.membership is None)
         self.jetstream = engine
         self.jetstream_group = engine.group
+        if self.membership is not None:
+            self._start_jetstream_cluster()
         if engine.domain:
             self._jetstream_api_for(engine).start()
         else:
@@ -334,6 +343,17 @@ class Server(Router):
             api.start()
             self.account_apis[account] = api
         self.jetstream_group = group
+
+    def _start_jetstream_cluster(self) -> None:
+        """This node's share of the cluster's JetStream: the meta group and its replicas."""
+        from minijs.jetstream.cluster.meta import JetStreamCluster
+
+        assert self.membership is not None
+        jsc = JetStreamCluster(self, self.membership.cluster_env(self))
+        for engine in self.engines().values():
+            engine.cluster = jsc
+        self.jetstream_cluster = jsc
+        jsc.start(bootstrap=self.membership.bootstraps())
 
     def engines(self) -> dict[str, Any]:
         """Each account's JetStream engine (``{"$G": engine}`` without an accounts block)."""
@@ -374,6 +394,10 @@ class Server(Router):
         engine = self.jetstream
         if engine is None:
             return None
+        jsc = self.jetstream_cluster
+        if jsc is not None:
+            self.jetstream_cluster = None
+            jsc.stop(crash=crash)
         if not crash:
             engine.signal_shutdown()
         if self._api_door is not None:

@@ -180,7 +180,8 @@ class RaftNode:
 
     def start(self, campaign: str | None = None) -> None:
         """Start as a follower. ``campaign``: ``"now"`` (the preferred member of a new group),
-        ``"bootstrap"`` (a new cluster's first election), or None (wait for a leader)."""
+        ``"bootstrap"`` (a new cluster's first election: after 100 to 800 ms, at once on a
+        virtual clock), or None (wait for a leader)."""
         self._stopped = False
         if len(self.peers) == 1 and self.peers[0] == self.me:
             self._become_candidate()
@@ -220,6 +221,13 @@ class RaftNode:
                     self._replicate(peer)
         return index
 
+    def after_last(self, on_commit: Callable[[bool], None]) -> None:
+        """``on_commit`` once everything proposed so far has committed (at once if it has)."""
+        if self.last_index <= self.commit:
+            on_commit(True)
+        else:
+            self._waiting.setdefault(self.last_index, []).append(on_commit)
+
     def step_down(self, preferred: str | None = None) -> str | None:
         """Hand leadership to ``preferred`` (or the most up-to-date reachable peer); returns
         who was asked to take over, or None when no peer can (nothing changes then)."""
@@ -250,6 +258,11 @@ class RaftNode:
         if self._timer is not None:
             self._timer.cancel()
         self._deadline = self.clock.monotonic() + delay
+        if delay <= 0:  # at once: on the next loop turn, whatever the clock
+            import asyncio
+
+            self._timer = asyncio.get_running_loop().call_soon(self._on_election_timeout)
+            return
         self._timer = self.clock.call_later(delay, self._on_election_timeout,
                                             housekeeping=not real)
 
@@ -495,6 +508,12 @@ class RaftNode:
         if candidate > self.commit and self._term_at(candidate) == self.term:
             self.commit = candidate
             self._apply()
+            # Followers learn the new commit at once (not at the next heartbeat), so what they
+            # apply keeps up with the leader on any clock.
+            if self.state == LEADER:
+                for peer in self.peers:
+                    if peer != self.me:
+                        self._replicate(peer, heartbeat=True)
 
     def _apply(self) -> None:
         disk = self.disk

@@ -264,6 +264,9 @@ class JetStream:
         #: The account this engine serves, as log lines and store paths name it.
         self.account_name = account
         self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
+        #: In a cluster: this node's :class:`~minijs.jetstream.cluster.meta.JetStreamCluster`
+        #: (the meta group and the replicas); None on a server of its own.
+        self.cluster: Any = None
 
     @property
     def replicator(self) -> "Replicator":
@@ -280,13 +283,15 @@ class JetStream:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self, *, banner: bool = True) -> None:
+    def start(self, *, banner: bool = True, recover: bool = True) -> None:
         """Recover the file streams and start; ``banner``: log the server's JetStream start
-        lines (once per server: the engines of several accounts share them)."""
+        lines (once per server: the engines of several accounts share them). A cluster's
+        node does not ``recover``: its streams come back through the meta group."""
         if self.store_dir:
             os.makedirs(self.store_dir, exist_ok=True)
-            self._recover()
-        elif self._temp_dir is not None:
+            if recover:
+                self._recover()
+        elif self._temp_dir is not None and recover:
             self._recover()
         self.server_limits()  # measured once, at start, as nats-server does
         self.started = True

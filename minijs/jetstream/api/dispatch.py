@@ -168,6 +168,10 @@ class JetStreamApi:
         if self.js is None:
             self._not_enabled(kind, rtype, handler, subject, reply, hdr, payload, origin)
             return
+        cluster = self.js.cluster
+        if cluster is not None and cluster.intercept(self, rtype, subject, reply, hdr, payload,
+                                                     origin):
+            return  # in a cluster another node answers, or the meta leader has proposed it
         if kind == "raw":
             handler(subject, reply, hdr, payload, origin, *args)
             return

@@ -856,7 +856,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
 def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = False,
                          lookup: StreamLookup | None = None,
                          unsupported: bool = True,
-                         max_duplicate_window: int = 0) -> StreamConfig:
+                         max_duplicate_window: int = 0,
+                         clustered: bool = False) -> StreamConfig:
     """Return the defaulted, validated config (the input is not modified) or raise ``ApiError``.
 
     Covers, in nats-server's order: for ``create`` the request checks (400/10128 ``Stream name
@@ -866,7 +867,7 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
     max_age / duplicate_window, rollup/purge, discard-new-per-subject, subject delete marker TTL
     and its forced ``allow_msg_ttl``/``allow_rollup_hdrs``, schedules, persist mode, mirror and
     source shape checks, subjects, subject transform 10155/10156, republish, placement); then
-    for ``create`` 500/10074 for ``num_replicas > 1``; then unsupported options
+    for ``create`` 500/10074 for ``num_replicas > 1`` (unless ``clustered``); then unsupported options
     (:data:`UNSUPPORTED_FIELDS`). Metadata gets ``_nats.req.level`` and loses echoed dynamic keys.
 
     The name-in-subject check (10056) is the caller's: before this call for create, after it
@@ -883,7 +884,7 @@ def validate_and_default(cfg: StreamConfig, *, create: bool, pedantic: bool = Fa
         # metadata size limit).
         cfg = set_static_metadata(cfg.copy())
     out = _check_stream_cfg(cfg, pedantic, lookup, max_duplicate_window)
-    if create and out.num_replicas > 1:
+    if create and out.num_replicas > 1 and not clustered:
         raise E.stream_replicas_not_supported()
     if unsupported:
         check_unsupported(out, lookup)
@@ -927,7 +928,7 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
 
 def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False,
                  lookup: StreamLookup | None = None,
-                 unsupported: bool = True) -> StreamConfig:
+                 unsupported: bool = True, clustered: bool = False) -> StreamConfig:
     """Apply ``configUpdateCheck`` to an update of ``old`` to ``new`` (a config that already went
     through :func:`validate_and_default` with ``create=False``) and return the config to store.
 
@@ -946,7 +947,7 @@ def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False
     cfg = _check_stream_cfg(new, pedantic, lookup)
     if cfg.name != old.name:
         raise E.stream_invalid_config("stream configuration name must match original")
-    if cfg.num_replicas > 1:
+    if cfg.num_replicas > 1 and not clustered:
         raise E.stream_replicas_not_supported()
     if cfg.storage != old.storage:
         raise E.stream_invalid_config("stream configuration update can not change storage type")

@@ -171,7 +171,10 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         self.pinned_ts = 0
         self._pin_timer: Any = None
         # durable state (file streams, not mem_storage)
-        self._persist = stream.config.storage == "file" and not config.mem_storage
+        # (a replicated stream's consumers always keep their state in its store's metadata,
+        # which is what its other replicas resume from)
+        self._persist = (stream.config.storage == "file" and not config.mem_storage) \
+            or stream.replicated
         self._save_scheduled = False
         self._ack_replies: list[bytes] = []  # ack_sync replies waiting for the state commit
         self._cfg_json = ""

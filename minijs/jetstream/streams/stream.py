@@ -136,6 +136,14 @@ def _parse_uint(value: str) -> int:
 class Stream:
     """One stream. Owns its store; the engine owns the streams."""
 
+    #: A replicated stream's leader (a cluster's): its consumers keep their state in the
+    #: store whatever the storage, and ``commit_gate(acks, signals)`` takes what waits for a
+    #: commit (the replica sends them once its Raft group holds the turn's writes).
+    replicated = False
+    commit_gate: Callable[[list, list], None] | None = None
+    #: In a cluster: the ``cluster`` object of stream info (name, leader, replicas).
+    cluster_info: Callable[[], dict] | None = None
+
     def __init__(self, engine: StreamOwner, config: StreamConfig, created: int, store: Store) -> None:
         self.engine = engine
         self.server = engine.server
@@ -717,6 +725,12 @@ class Stream:
         """Commit buffered writes, then send the acks that waited for them."""
         if self.store.closed:
             return
+        gate = self.commit_gate
+        if gate is not None:  # replicated: these wait for the turn's writes to commit
+            acks, self._pending_acks = self._pending_acks, []
+            signals, self._signals = self._signals, []
+            gate(acks, signals)
+            return
         self.store.flush()
         acks = self._pending_acks
         if acks:
@@ -1056,7 +1070,8 @@ class Stream:
         if domain:
             out["domain"] = domain
         if cluster:
-            out["cluster"] = {"leader": self.server.server_name}
+            info = self.cluster_info
+            out["cluster"] = info() if info is not None else {"leader": self.server.server_name}
         if self.links_info is not None:
             out.update(self.links_info())
         out["ts"] = J.go_time(self.clock.time_ns())

@@ -1,0 +1,656 @@
+"""One node's share of a clustered JetStream (nats-server's ``jetStreamCluster``): the meta
+group, the stream assignments it replicates, this node's replicas, and which node answers which
+API request.
+
+The **meta group** (every node, one Raft log) holds the assignments: each stream's config,
+creation time, peers (placed by :meth:`JetStreamCluster.place`: nodes of the cluster whose tags
+match the placement, the least loaded first, ties broken by the seeded source) and Raft group
+name. Only the meta leader validates and proposes stream creates, updates and deletes; every
+node applies the committed assignments and keeps a :class:`~.replica.StreamReplica` for each
+stream it is a peer of, so placement, scale up and down, and deletion follow from the log.
+
+Who answers (as nats-server's API handlers decide in a cluster): account info, stream create,
+update, delete, names and list are the meta leader's; everything about one stream (info,
+purge, message get and delete, direct get, snapshots, its consumers) is that stream's leader's,
+and the other nodes stay silent. A create's reply comes from the stream's first leader, an
+update's from its leader once applied, a delete's from the meta leader once applied. With no
+meta leader, the other nodes answer meta requests 503/10008 after nats-server's half-second
+delay.
+
+Invariants:
+
+* the assignments on every node are the meta log applied in order; a node hosts a replica
+  exactly for the assigned streams whose peers name it;
+* a request is answered by at most one node, except where nats-server itself lets several
+  answer (a leaderless meta group's delayed 503s);
+* node-to-node questions (a stream list's infos) travel as node-protocol messages
+  (``("JS", kind, ...)``), never as calls into another node.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from minijs.jetstream import errors as E
+from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.cluster.replica import StreamReplica
+
+if TYPE_CHECKING:
+    from minijs.cluster.raft import RaftDisk, RaftNode
+    from minijs.jetstream.config.stream import StreamConfig
+    from minijs.jetstream.engine import JetStream
+
+META_GROUP = "_meta_"
+_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: nats-server's errRespDelay: a non-leader's error answer waits this long.
+ERROR_DELAY = 0.5
+#: How long a stream list waits for the other nodes' answers.
+GATHER_TIMEOUT = 2.0
+TYPE_PREFIX = "io.nats.jetstream.api.v1."
+
+
+def node_hash(name: str, size: int = 8) -> str:
+    """nats-server's ``getHash``: the peer id of a server (and of a group), from its name."""
+    digest = hashlib.sha256(name.encode()).digest()
+    return "".join(_DIGITS[b % 62] for b in digest[:size])
+
+
+class ClusterEnv(Protocol):
+    """What a node's JetStream is given by its cluster (the seam and the seeded source)."""
+
+    name: str
+    cluster_name: str
+    clock: Any
+
+    def node_names(self) -> list[str]: ...
+    def node_tags(self, name: str) -> list[str]: ...
+    def send(self, peer: str, message: tuple) -> bool: ...
+    def reachable(self, peer: str) -> bool: ...
+    def online(self, peer: str) -> bool: ...
+    def disk(self, group: str, peers: list[str], *, durable: bool) -> "RaftDisk": ...
+    def rng(self, purpose: str) -> random.Random: ...
+    def make_raft(self, group: str, disk: "RaftDisk", fsm: Any) -> "RaftNode": ...
+
+
+@dataclass
+class StreamAssignment:
+    account: str
+    config: "StreamConfig"
+    created: int
+    peers: list[str]
+    group: str
+    preferred: str
+
+
+class JetStreamCluster:
+    """This node's part of the cluster's JetStream (see the module docstring)."""
+
+    def __init__(self, server: Any, env: ClusterEnv) -> None:
+        self.server = server
+        self.env = env
+        self.me = env.name
+        self.clock = env.clock
+        self.log = server.log
+        self.assignments: dict[tuple[str, str], StreamAssignment] = {}
+        self.replicas: dict[tuple[str, str], StreamReplica] = {}
+        self._groups: dict[str, Any] = {}
+        self._rng = env.rng("placement")
+        disk = env.disk(META_GROUP, env.node_names(), durable=True)
+        self.meta = env.make_raft(META_GROUP, disk, self)
+        self._groups[META_GROUP] = self.meta
+        self._applying_snapshot = False
+        self._gathers: dict[int, dict[str, Any]] = {}
+        self._next_gather = 0
+        self.meta_leader: str | None = None
+        self.stopped = False
+        #: Called when the meta leader changes (the cluster's front door waits for the first).
+        self.on_meta_leader: Callable[[str | None], None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, *, bootstrap: bool) -> None:
+        self.meta.start("bootstrap" if bootstrap else None)
+
+    def stop(self, *, crash: bool = False) -> None:
+        self.stopped = True
+        self.meta.stop()
+        for replica in list(self.replicas.values()):
+            replica.stop(crash=crash)
+        self.replicas.clear()
+        self._groups = {}
+
+    def engine(self, account: str) -> "JetStream | None":
+        return self.server.engines().get(account)
+
+    # ------------------------------------------------------------------ Raft plumbing
+
+    def raft_member(self, group: str, peers: list[str], fsm: Any, *, durable: bool) -> "RaftNode":
+        disk = self.env.disk(group, peers, durable=durable)
+        if not disk.peers:
+            disk.peers = list(peers)
+        node = self.env.make_raft(group, disk, fsm)
+        self._groups[group] = node
+        return node
+
+    def receive(self, sender: str, message: tuple) -> None:
+        kind = message[0]
+        if kind == "RAFT":
+            node = self._groups.get(message[1])
+            if node is not None:
+                node.receive(sender, message[2:])
+        elif kind == "JS":
+            self._on_js(sender, message)
+
+    def link(self, peer: str, up: bool) -> None:
+        for node in list(self._groups.values()):
+            node.link(peer, up)
+
+    # ------------------------------------------------------------------ the meta state machine
+
+    def apply(self, index: int, entry: tuple) -> None:
+        kind = entry[0]
+        if kind == "stream":
+            self._apply_stream(*entry[1:])
+        elif kind == "stream-":
+            self._apply_delete(*entry[1:])
+
+    def snapshot(self) -> Any:
+        from minijs.jetstream.config.stream import to_json_dict
+
+        return [(sa.account, to_json_dict(sa.config, dynamic_metadata=False), sa.created,
+                 list(sa.peers), sa.group, sa.preferred) for sa in self.assignments.values()]
+
+    def restore(self, data: Any) -> None:
+        wanted = {(acc, cfg["name"]) for acc, cfg, *_ in data}
+        for key in list(self.assignments):
+            if key not in wanted:
+                self._apply_delete(key[0], key[1], None)
+        for acc, cfg, created, peers, group, preferred in data:
+            self._apply_stream(acc, cfg, created, peers, group, preferred, None, "restore")
+
+    def conflict(self, index: int) -> None:
+        return
+
+    def needs_snapshot(self) -> bool:
+        return False
+
+    def leader_changed(self, leader: str | None, is_me: bool) -> None:
+        self.meta_leader = leader
+        if is_me:
+            self.log.info(f"JetStream cluster new metadata leader: {self.me}/"
+                          f"{self.env.cluster_name}")
+        if self.on_meta_leader is not None:
+            self.on_meta_leader(leader)
+
+    def is_meta_leader(self) -> bool:
+        return self.meta.is_leader()
+
+    # ------------------------------------------------------------------ assignments
+
+    def _apply_stream(self, account: str, cfg_doc: dict, created: int, peers: list[str],
+                      group: str, preferred: str, reply: bytes | None, action: str) -> None:
+        from minijs.jetstream.config.stream import stream_config_from_dict
+
+        cfg = stream_config_from_dict(cfg_doc)
+        key = (account, cfg.name)
+        old = self.assignments.get(key)
+        self.assignments[key] = StreamAssignment(account, cfg, created, list(peers), group,
+                                                 preferred)
+        engine = self.engine(account)
+        replica = self.replicas.get(key)
+        if self.me not in peers or engine is None:
+            if replica is not None:
+                self.replicas.pop(key, None)
+                self._groups.pop(replica.group, None)
+                replica.delete()
+            return
+        if replica is None or replica.group != group:
+            if replica is not None:
+                self._groups.pop(replica.group, None)
+                replica.delete()
+            replica = StreamReplica(self, engine, cfg, created, list(peers), group)
+            self.replicas[key] = replica
+            if reply and action == "create":
+                replica.on_first_leader = (lambda stream, r=reply: self._created(r, stream))
+            replica.start("now" if preferred == self.me and action == "create" else None)
+            return
+        if old is not None and list(old.peers) != list(peers):
+            replica.raft.disk.peers = list(peers)
+        replica.update_config(cfg)
+        if reply and action == "update" and replica.stream is not None:
+            self._respond(reply, "stream_update_response",
+                          replica.stream.info_json(domain=engine.domain))
+
+    def _apply_delete(self, account: str, name: str, reply: bytes | None) -> None:
+        key = (account, name)
+        sa = self.assignments.pop(key, None)
+        replica = self.replicas.pop(key, None)
+        if replica is not None:
+            self._groups.pop(replica.group, None)
+            engine = replica.engine
+            stream = replica.stream
+            if stream is not None:
+                engine.delete_consumers(stream)
+                engine.advisories.stream_action(name, "delete")
+            replica.delete()
+        if reply and sa is not None and self.is_meta_leader():
+            self._respond(reply, "stream_delete_response", {"success": True})
+
+    def _created(self, reply: bytes, stream: Any) -> None:
+        engine = stream.engine
+        engine.advisories.stream_action(stream.name, "create")
+        info = stream.info_json(domain=engine.domain)
+        info["did_create"] = True
+        self._respond(reply, "stream_create_response", info)
+
+    def replica_leader_changed(self, replica: StreamReplica, leader: str | None) -> None:
+        """A replica of this node learned of a new leader of its stream (or of none)."""
+        return
+
+    def group_info(self, raft: "RaftNode", leader_since: int) -> dict[str, Any]:
+        """The ``cluster`` object of stream info, as nats-server's ``clusterInfo`` fills it."""
+        out: dict[str, Any] = {"name": self.env.cluster_name, "raft_group": raft.group}
+        leader = raft.leader
+        if leader is not None:
+            out["leader"] = leader
+            if raft.is_leader() and leader_since:
+                out["leader_since"] = J.go_time(leader_since)
+        replicas = []
+        known = {r["name"]: r for r in raft.replicas()} if raft.is_leader() else {}
+        for peer in raft.peers:
+            if peer == leader:
+                continue
+            r = known.get(peer)
+            online = self.env.online(peer)
+            info: dict[str, Any] = {"name": peer, "current": bool(r and r["current"])}
+            if not online:
+                info["offline"] = True
+            active = r["active"] if r and r["active"] is not None else 0
+            info["active"] = int(active * 1_000_000_000)
+            if r and r["lag"]:
+                info["lag"] = r["lag"]
+            info["peer"] = node_hash(peer)
+            replicas.append(info)
+        if replicas:
+            out["replicas"] = replicas
+        return out
+
+    # ------------------------------------------------------------------ placement
+
+    def place(self, cfg: "StreamConfig") -> list[str]:
+        """Peers for a new stream (nats-server's ``selectPeerGroup``), or 400/10005."""
+        replicas = cfg.num_replicas or 1
+        placement = cfg.placement or {}
+        cluster = placement.get("cluster") or self.env.cluster_name
+        tags = placement.get("tags") or []
+        missing: list[str] = []
+        excluded: list[str] = []
+        if cluster != self.env.cluster_name:
+            raise E.cluster_no_peers("no suitable peers for placement")
+        load: dict[str, int] = {}
+        for sa in self.assignments.values():
+            for peer in sa.peers:
+                load[peer] = load.get(peer, 0) + (1 if len(sa.peers) > 1 else 0)
+        names = list(self.env.node_names())
+        self._rng.shuffle(names)
+        nodes = []
+        online = 0
+        for name in names:
+            node_tags = self.env.node_tags(name)
+            ok = True
+            for tag in tags:
+                exclude = tag.startswith("!")
+                tag = tag[1:] if exclude else tag
+                present = tag in node_tags
+                if exclude and present:
+                    excluded.append(tag)
+                    ok = False
+                    break
+                if not exclude and not present:
+                    missing.append(tag)
+                    ok = False
+                    break
+            if not ok:
+                continue
+            up = self.env.online(name)
+            online += up
+            nodes.append((not up, load.get(name, 0), name))
+        if len(nodes) < replicas or online < replicas // 2 + 1:
+            reason = "no suitable peers for placement"
+            if len(nodes) >= replicas:
+                reason += ", peer offline"
+            if missing:
+                reason += ", tags not matched [" + ", ".join(
+                    f"'{t}'" for t in dict.fromkeys(missing)) + "]"
+            if excluded:
+                reason += ", tags excluded [" + ", ".join(
+                    f"'{t}'" for t in dict.fromkeys(excluded)) + "]"
+            raise E.cluster_no_peers(reason)
+        nodes.sort(key=lambda n: (n[0], n[1]) if replicas > 1 else (n[0],))
+        return [n[2] for n in nodes[:replicas]]
+
+    def _group_name(self, peers: list[str], storage: str) -> str:
+        token = "".join(self._rng.choice(_DIGITS) for _ in range(8))
+        return f"S-R{len(peers)}{storage[:1].upper()}-{token}"
+
+    def _preferred(self, peers: list[str]) -> str:
+        online = [p for p in peers if self.env.online(p)]
+        return self._rng.choice(online or peers)
+
+    # ------------------------------------------------------------------ the API
+
+    def intercept(self, api: Any, rtype: str, subject: bytes, reply: bytes | None,
+                  hdr: bytes | None, payload: bytes, origin: Any) -> bool:
+        """Decide who answers a request on this node: True when it is taken here (answered,
+        proposed, or left to another node), False when this node's own handler answers it
+        (it leads the stream concerned)."""
+        tokens = subject.decode("utf-8", "replace").split(".")[2:]
+        account = api.js.account_name
+        handler = _META_HANDLERS.get(rtype)
+        if handler is not None:
+            if self.is_meta_leader():
+                self._run(api, rtype, handler, tokens, account, reply, hdr, payload)
+            elif self.meta_leader is None and reply:
+                self._not_available(api, rtype, reply)
+            return True
+        name = _stream_of(tokens)
+        if name is None:
+            return False
+        key = (account, name)
+        replica = self.replicas.get(key)
+        if replica is not None and replica.stream is not None:
+            return False  # the stream's leader: the normal handler answers
+        if key not in self.assignments:
+            if self.is_meta_leader() and reply and rtype:
+                self._respond(reply, rtype, error=E.stream_not_found(), api=api)
+            elif self.meta_leader is None and reply and rtype:
+                self._not_available(api, rtype, reply)
+            return True
+        return True
+
+    def _not_available(self, api: Any, rtype: str, reply: bytes) -> None:
+        self.clock.call_later(ERROR_DELAY, self._respond, reply, rtype, None,
+                              E.cluster_not_avail(), api)
+
+    def _run(self, api: Any, rtype: str, handler: Callable[..., Any], tokens: list[str],
+             account: str, reply: bytes | None, hdr: bytes | None, payload: bytes) -> None:
+        api.js.api_total += 1
+        try:
+            result = handler(self, api, tokens, account, reply, payload)
+        except E.ApiError as err:
+            api.js.api_errors += 1
+            if reply:
+                self._respond(reply, rtype, error=err, api=api)
+            return
+        if result is not None and reply:
+            self._respond(reply, rtype, result, api=api)
+
+    def _respond(self, reply: bytes, rtype: str, fields: dict | None = None,
+                 error: E.ApiError | None = None, api: Any = None) -> None:
+        body: dict[str, Any] = {"type": TYPE_PREFIX + rtype}
+        if error is not None:
+            body["error"] = error.to_json()
+        elif fields:
+            body.update(fields)
+        self.server.publish(reply, None, None, J.dumps(body))
+
+    def lookup_config(self, account: str) -> Callable[[str], "StreamConfig | None"]:
+        def lookup(name: str) -> "StreamConfig | None":
+            sa = self.assignments.get((account, name))
+            return sa.config if sa is not None else None
+        return lookup
+
+    # -- meta handlers
+
+    def _stream_create(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                       payload: bytes) -> dict | None:
+        from minijs.jetstream.config import stream as C
+        from minijs.jetstream.config.stream import to_json_dict
+
+        name = tokens[2]
+        js = api.js
+        cfg, pedantic = C.parse_stream_config(payload)
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        lookup = self.lookup_config(account)
+        cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic, lookup=lookup,
+                                     unsupported=False, clustered=True,
+                                     max_duplicate_window=js.js_limits.duplicate_window)
+        existing = self.assignments.get((account, name))
+        if existing is not None:
+            if not C.same_config(cfg, existing.config):
+                raise E.stream_name_exist()
+            # Identical: the stream's leader answers with its info (as nats-server forwards).
+            self._forward_info(account, name, reply, "stream_create_response")
+            return None
+        if sum(1 for k in self.assignments if k[0] == account) >= js.account_limits.max_streams >= 0 \
+                and js.account_limits.max_streams > 0:
+            raise E.maximum_streams_limit()
+        js.check_max_bytes_limits(cfg)
+        for (acc, other), sa in self.assignments.items():
+            if acc != account:
+                continue
+            from minijs.core import subjects as S
+            for a in cfg.subjects or ():
+                for b in sa.config.subjects or ():
+                    if S.subjects_overlap(a, b):
+                        raise E.stream_subject_overlap()
+        C.check_unsupported(cfg, lookup)
+        peers = self.place(cfg)
+        group = self._group_name(peers, cfg.storage)
+        entry = ("stream", account, to_json_dict(cfg, dynamic_metadata=False),
+                 self.clock.time_ns(), peers, group, self._preferred(peers), reply, "create")
+        self.meta.propose(entry)
+        return None
+
+    def _stream_update(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                       payload: bytes) -> dict | None:
+        from minijs.jetstream.config import stream as C
+        from minijs.jetstream.config.stream import to_json_dict
+
+        name = tokens[2]
+        js = api.js
+        cfg, pedantic = C.parse_stream_config(payload)
+        lookup = self.lookup_config(account)
+        cfg = C.validate_and_default(cfg, create=False, pedantic=pedantic, lookup=lookup,
+                                     unsupported=False, clustered=True,
+                                     max_duplicate_window=js.js_limits.duplicate_window)
+        js.check_max_bytes_limits(cfg)
+        if cfg.name != name:
+            raise E.stream_mismatch()
+        sa = self.assignments.get((account, name))
+        if sa is None:
+            raise E.stream_not_found()
+        cfg = C.check_update(sa.config, cfg, pedantic=pedantic, lookup=lookup,
+                             unsupported=False, clustered=True)
+        C.check_unsupported(cfg, lookup)
+        peers = list(sa.peers)
+        want = cfg.num_replicas or 1
+        if want > len(peers):
+            extra = self.place(cfg)
+            for p in extra:
+                if len(peers) >= want:
+                    break
+                if p not in peers:
+                    peers.append(p)
+            if len(peers) < want:
+                raise E.cluster_no_peers("no suitable peers for placement")
+        elif want < len(peers):
+            leader = self._leader_of(account, name)
+            keep = [leader] if leader in peers else []
+            keep += [p for p in peers if p not in keep][:want - len(keep)]
+            peers = keep
+        entry = ("stream", account, to_json_dict(cfg, dynamic_metadata=False), sa.created,
+                 peers, sa.group, sa.preferred, reply, "update")
+        self.meta.propose(entry)
+        return None
+
+    def _leader_of(self, account: str, name: str) -> str | None:
+        replica = self.replicas.get((account, name))
+        return replica.raft.leader if replica is not None else None
+
+    def _stream_delete(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                       payload: bytes) -> dict | None:
+        if not J.is_empty_request(payload):
+            raise E.not_empty_request()
+        name = tokens[2]
+        if (account, name) not in self.assignments:
+            raise E.stream_not_found()
+        self.meta.propose(("stream-", account, name, reply))
+        return None
+
+    def _matching(self, account: str, payload: bytes, struct: str) -> tuple[list[str], int]:
+        from minijs.core import subjects as S
+
+        offset = 0
+        subject = ""
+        if J.is_object_or_array(payload):
+            req = J.decode_strict(payload, {"offset": J.INT, "subject": J.STRING}, struct)
+            offset = max(0, req.get("offset", 0))
+            subject = req.get("subject") or ""
+        names = sorted(name for (acc, name), sa in self.assignments.items() if acc == account
+                       and (not subject or any(S.subjects_overlap(subject, s)
+                                               for s in sa.config.subjects or ())))
+        return names, min(offset, len(names))
+
+    def _stream_names(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                      payload: bytes) -> dict:
+        names, offset = self._matching(account, payload, "JSApiStreamNamesRequest")
+        page = names[offset:offset + 1024]
+        return {"total": len(names), "offset": offset, "limit": 1024, "streams": page or None}
+
+    def _stream_list(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                     payload: bytes) -> dict | None:
+        names, offset = self._matching(account, payload, "JSApiStreamListRequest")
+        page = names[offset:offset + 256]
+
+        def done(infos: dict[str, dict]) -> None:
+            streams = [infos[n] for n in page if n in infos]
+            missing = [n for n in page if n not in infos]
+            out: dict[str, Any] = {"total": len(names), "offset": offset, "limit": 256,
+                                   "streams": streams}
+            if missing:
+                out["missing"] = missing
+            if reply:
+                self._respond(reply, "stream_list_response", out)
+
+        self._gather(account, page, done)
+        return None
+
+    def _account_info(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                      payload: bytes) -> dict | None:
+        js = api.js
+        names = [name for (acc, name) in self.assignments if acc == account]
+
+        def done(infos: dict[str, dict]) -> None:
+            out = js.account_info()
+            memory = storage = consumers = 0
+            for name in names:
+                info = infos.get(name)
+                if info is None:
+                    continue
+                st = info.get("state", {})
+                if info.get("config", {}).get("storage") == "memory":
+                    memory += st.get("bytes", 0)
+                else:
+                    storage += st.get("bytes", 0)
+                consumers += st.get("consumer_count", 0)
+            out["memory"], out["storage"] = memory, storage
+            out["streams"], out["consumers"] = len(names), consumers
+            if reply:
+                self._respond(reply, "account_info_response", out)
+
+        self._gather(account, names, done)
+        return None
+
+    def _forward_info(self, account: str, name: str, reply: bytes | None, rtype: str) -> None:
+        def done(infos: dict[str, dict]) -> None:
+            info = infos.get(name)
+            if reply and info is not None:
+                self._respond(reply, rtype, info)
+        self._gather(account, [name], done)
+
+    # -- asking the other nodes (node protocol)
+
+    def _gather(self, account: str, names: list[str], done: Callable[[dict], None]) -> None:
+        """Collect the infos of ``names`` from their leaders, then call ``done``."""
+        self._next_gather += 1
+        gid = self._next_gather
+        peers = [p for p in self.env.node_names() if p != self.me and self.env.reachable(p)]
+        state = {"infos": self._local_infos(account, names), "waiting": set(peers),
+                 "done": done, "timer": None}
+        self._gathers[gid] = state
+        for peer in peers:
+            self.env.send(peer, ("JS", "ASK", gid, account, names))
+        if not peers:
+            self._finish_gather(gid)
+            return
+        state["timer"] = self.clock.call_later(GATHER_TIMEOUT, self._finish_gather, gid)
+
+    def _local_infos(self, account: str, names: list[str]) -> dict[str, dict]:
+        out = {}
+        for name in names:
+            replica = self.replicas.get((account, name))
+            if replica is not None and replica.stream is not None:
+                out[name] = replica.stream.info_json(dynamic_metadata=False,
+                                                     domain=replica.engine.domain)
+        return out
+
+    def _on_js(self, sender: str, message: tuple) -> None:
+        op = message[1]
+        if op == "ASK":
+            _, _, gid, account, names = message
+            self.env.send(sender, ("JS", "ANS", gid, self._local_infos(account, names)))
+        elif op == "ANS":
+            _, _, gid, infos = message
+            state = self._gathers.get(gid)
+            if state is None:
+                return
+            state["infos"].update(infos)
+            state["waiting"].discard(sender)
+            if not state["waiting"]:
+                self._finish_gather(gid)
+
+    def _finish_gather(self, gid: int) -> None:
+        state = self._gathers.pop(gid, None)
+        if state is None:
+            return
+        if state["timer"] is not None:
+            state["timer"].cancel()
+        state["done"](state["infos"])
+
+
+def _stream_of(tokens: list[str]) -> str | None:
+    """The stream a request to ``$JS.API.<tokens>`` is about, if it is about one."""
+    n = len(tokens)
+    if n < 2:
+        return None
+    head, op = tokens[0], tokens[1]
+    if head == "STREAM":
+        if n == 3:
+            return tokens[2]
+        if n >= 4 and op in ("MSG", "LEADER", "PEER"):
+            return tokens[3]
+        return None
+    if head == "DIRECT" and op == "GET" and n >= 3:
+        return tokens[2]
+    if head == "CONSUMER":
+        if op in ("MSG", "LEADER") and n >= 4:
+            return tokens[3]
+        if op == "DURABLE" and n >= 4:
+            return tokens[3]
+        if n >= 3:
+            return tokens[2]
+    return None
+
+
+_META_HANDLERS: dict[str, Callable[..., Any]] = {
+    "account_info_response": JetStreamCluster._account_info,
+    "stream_create_response": JetStreamCluster._stream_create,
+    "stream_update_response": JetStreamCluster._stream_update,
+    "stream_delete_response": JetStreamCluster._stream_delete,
+    "stream_names_response": JetStreamCluster._stream_names,
+    "stream_list_response": JetStreamCluster._stream_list,
+}

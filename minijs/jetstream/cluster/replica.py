@@ -1,0 +1,260 @@
+"""One replica of a replicated stream on one node: its store, its Raft member, and, while it
+leads, the running :class:`~minijs.jetstream.streams.stream.Stream`.
+
+The leader's stream writes through a :class:`~minijs.jetstream.cluster.store.RecordingStore`;
+at the end of each turn the turn's mutations are proposed as one Raft entry and the turn's pub
+acks, ack replies and consumer signals are held until the entry commits (on a majority), so a
+publisher is acked only for what survives the loss of a minority. Followers replay committed
+entries on their stores. A replica that becomes leader starts a stream on its store as a
+restarted single server does (dedup window rebuilt from the stored ``Nats-Msg-Id``\\ s,
+expiry timers, schedules, consumers from their persisted state, mirror and source links); one
+that stops leading stops that stream (its waiting pull requests are told, as on nats-server).
+The consumers of a replicated stream run where the stream's leader runs.
+
+Invariants:
+
+* only the leader's stream accepts publishes or changes the store; a follower's store changes
+  only by replaying committed entries (or a snapshot from the leader);
+* acks and signals of a turn are released only after the turn's entry commits, in proposal
+  order; if leadership is lost first they are dropped (the publisher sees no ack, as from
+  nats-server), and the replica asks the next leader for a snapshot before it serves again;
+* ``store_index`` is the last Raft index the store reflects (kept in the store's metadata).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from minijs.jetstream.cluster.store import INDEX_KEY, RecordingStore, dump, load, replay
+
+if TYPE_CHECKING:
+    from minijs.jetstream.config.stream import StreamConfig
+    from minijs.jetstream.engine import JetStream
+    from minijs.jetstream.streams.stream import Stream
+
+
+class StreamReplica:
+    """A replicated stream's member on this node (see the module docstring)."""
+
+    def __init__(self, host: Any, engine: "JetStream", cfg: "StreamConfig", created: int,
+                 peers: list[str], group: str) -> None:
+        self.host = host
+        self.engine = engine
+        self.account = engine.account_name
+        self.name = cfg.name
+        self.config = cfg
+        self.created = created
+        self.group = group
+        self.inner = self._open_store(fresh=False)
+        self.store_index = int(self.inner.get_meta(INDEX_KEY) or 0)
+        self.raft = host.raft_member(group, peers, self, durable=cfg.storage == "file")
+        self.stream: Stream | None = None
+        self.recording: RecordingStore | None = None
+        self._diverged = False
+        self.leader_since = 0
+        self._flush_due = False
+        #: Called once, by the first leader, with its stream (a create's reply).
+        self.on_first_leader: Callable[["Stream"], None] | None = None
+        self._led = False
+        self.closed = False
+
+    # ------------------------------------------------------------------ store
+
+    def _open_store(self, *, fresh: bool) -> Any:
+        from minijs.jetstream.store import open_store
+
+        cfg = self.config
+        if cfg.storage == "file":
+            path = self.engine._streams_dir() / cfg.name
+            if fresh and path.exists():
+                import shutil
+
+                shutil.rmtree(path, ignore_errors=True)
+            store = open_store("file", path, sync=False)
+        else:
+            store = open_store("memory")
+        if store.last_seq == 0 and cfg.first_seq > 0 and store.get_meta(INDEX_KEY) is None:
+            store.compact(cfg.first_seq)
+        return store
+
+    def _flush_soon(self) -> None:
+        if not self._flush_due:
+            self._flush_due = True
+            self.engine.soon(self._flush_inner)
+
+    def _flush_inner(self) -> None:
+        self._flush_due = False
+        if not self.inner.closed:
+            self.inner.flush()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, campaign: str | None) -> None:
+        self.raft.start(campaign)
+
+    def stop(self, *, crash: bool = False) -> None:
+        """The node goes down (or the replica is removed from it): stop leading, keep data."""
+        if self.closed:
+            return
+        self.closed = True
+        self.raft.stop()
+        self._demote(shutdown=not crash)
+        if crash:
+            self.inner.abandon()
+        else:
+            self.inner.flush()
+            self.inner.close()
+
+    def delete(self) -> None:
+        """The stream is deleted: stop and remove its data."""
+        if not self.closed:
+            self.closed = True
+            self.raft.stop()
+            self._demote(shutdown=False, deleted=True)
+        if not self.inner.closed:
+            self.inner.delete()
+
+    def update_config(self, cfg: "StreamConfig") -> None:
+        """A committed config change: the leader's stream applies it (its limits enforced
+        there are replicated as any write); a follower keeps it for when it leads."""
+        self.config = cfg
+        stream = self.stream
+        if stream is not None:
+            self.engine.update_stream(stream, cfg)
+
+    # ------------------------------------------------------------------ the state machine
+
+    def apply(self, index: int, ops: Any) -> None:
+        if index <= self.store_index:
+            return  # the store holds it already (our own proposal, or before a restart)
+        replay(self.inner, ops)
+        self.inner.put_meta(INDEX_KEY, str(index).encode())
+        self.store_index = index
+        self._flush_soon()
+
+    def snapshot(self) -> Any:
+        return dump(self.inner)
+
+    def restore(self, data: Any) -> None:
+        self._demote(shutdown=False)
+        self.inner.delete()
+        self.inner = self._open_store(fresh=True)
+        load(self.inner, data)
+        self.store_index = int(self.inner.get_meta(INDEX_KEY) or 0)
+        self.inner.flush()
+        self._diverged = False
+
+    def conflict(self, index: int) -> None:
+        if index <= self.store_index:
+            self._diverged = True
+
+    def needs_snapshot(self) -> bool:
+        return self._diverged
+
+    def leader_changed(self, leader: str | None, is_me: bool) -> None:
+        if is_me:
+            if self._diverged:
+                return  # cannot lead what we do not hold; wait for a snapshot
+            self._promote()
+        else:
+            self._demote(shutdown=False)
+        self.host.replica_leader_changed(self, leader)
+
+    # ------------------------------------------------------------------ leading
+
+    def _promote(self) -> None:
+        if self.stream is not None or self.closed:
+            return
+        from minijs.jetstream.consumers.consumer import recover_consumers
+        from minijs.jetstream.streams.stream import Stream
+
+        engine = self.engine
+        recording = RecordingStore(self.inner, self._recorded)
+        stream = Stream(engine, self.config, self.created, recording)
+        stream.replicated = True
+        stream.commit_gate = self._gate
+        stream.cluster_info = self.cluster_info
+        self.recording = recording
+        self.stream = stream
+        self.leader_since = engine.clock.time_ns()
+        engine.streams[self.name] = stream
+        stream.start()
+        recover_consumers(stream)
+        engine.replicator.attach(stream)
+        if not self._led:
+            self._led = True
+            callback, self.on_first_leader = self.on_first_leader, None
+            if callback is not None:
+                callback(stream)
+
+    def _demote(self, *, shutdown: bool, deleted: bool = False) -> None:
+        stream = self.stream
+        if stream is None:
+            return
+        self.stream = None
+        engine = self.engine
+        if engine.streams.get(self.name) is stream:
+            del engine.streams[self.name]
+        engine.group.forget(stream)
+        engine.replicator.detach(stream, deleted=deleted)
+        for consumer in list(stream.consumers.values()):
+            if shutdown:
+                consumer.signal_shutdown()
+            consumer.stop()  # a stepped-down leader drops its waiting pulls silently
+        stream.stop()
+        recording, self.recording = self.recording, None
+        if recording is not None and (recording.ops or recording.in_flight):
+            self._diverged = True  # writes of ours that may never commit
+
+    def _recorded(self) -> None:
+        stream = self.stream
+        if stream is not None:
+            self.engine.mark_dirty(stream)
+
+    def _gate(self, acks: list, signals: list) -> None:
+        """The end of a turn on the leader: propose its writes; release its acks and signals
+        once they commit (see the module docstring)."""
+        recording = self.recording
+        stream = self.stream
+        if recording is None or stream is None:
+            return
+        ops = recording.take()
+        if not ops and not recording.in_flight:
+            self.inner.flush()
+            self._release(stream, acks, signals)
+            return
+        from minijs.cluster.raft import NotLeader
+
+        done = (lambda ok: self._committed(ok, stream, acks, signals))
+        try:
+            if ops:
+                index = self.raft.propose(ops, done)
+                self.inner.put_meta(INDEX_KEY, str(index).encode())
+                self.store_index = index
+                recording.in_flight += 1
+            else:  # nothing new: these wait for what is in flight
+                self.raft.after_last(done)
+        except NotLeader:
+            self._diverged = True
+            return
+        self.inner.flush()
+
+    def _committed(self, ok: bool, stream: "Stream", acks: list, signals: list) -> None:
+        recording = self.recording
+        if recording is not None and recording.inner is self.inner and recording.in_flight:
+            recording.in_flight -= 1
+        if ok and self.stream is stream:
+            self._release(stream, acks, signals)
+
+    @staticmethod
+    def _release(stream: "Stream", acks: list, signals: list) -> None:
+        publish = stream.server.publish
+        for reply, ack in acks:
+            publish(reply, None, None, ack)
+        if signals:
+            stream._signals.extend(signals)
+        stream._release_signals()
+
+    # ------------------------------------------------------------------ what clients see
+
+    def cluster_info(self) -> dict[str, Any]:
+        return self.host.group_info(self.raft, self.leader_since)
