@@ -63,11 +63,18 @@ Event Loop (minijs only):
         --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
                                      or uvloop when installed (also MINIJS_LOOP)
 
+Cluster (minijs only: N nodes in this process):
+        --cluster_size <n>           Run n nodes (2 to 5) on ports -p, -p+1, ... (each a free
+                                     port with -p -1); JetStream streams take num_replicas up
+                                     to n (also MINIJS_CLUSTER_SIZE)
+        --cluster_name <name>        The cluster's name (default: minijs)
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
 
-TLS, cluster, gateway, leaf node, syslog and profiling flags of nats-server are refused.
+TLS, route (--cluster, --routes), gateway, leaf node, syslog and profiling flags of
+nats-server are refused.
 
 Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows their flags):
     stream add|ls|info|edit|purge|rm|get     Manage JetStream streams
@@ -120,6 +127,8 @@ _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
 _flag(("loop",), "loop", "str")
+_flag(("cluster_size",), "cluster_size", "int")
+_flag(("cluster_name",), "cluster_name", "str")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
@@ -131,7 +140,7 @@ _UNSUPPORTED: dict[str, str] = {
     "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
     "log_size_limit": "str", "max_traced_msg_len": "int", "tls": "bool", "tlscert": "str",
     "tlskey": "str", "tlsverify": "bool", "tlscacert": "str", "routes": "str",
-    "cluster": "str", "cluster_name": "str", "no_advertise": "bool",
+    "cluster": "str", "no_advertise": "bool",
     "cluster_advertise": "str", "connect_retries": "int", "cluster_listen": "str",
     "profile": "int", "help_tls": "bool",
 }
@@ -234,7 +243,7 @@ def build_config(given: dict[str, Any]) -> Any:
     overrides: dict[str, Any] = {}
     for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
                  "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user",
-                 "ports_file_dir"):
+                 "ports_file_dir", "cluster_name"):
         if dest in given:
             overrides[dest] = given[dest]
     if "control" not in given and os.environ.get("MINIJS_CONTROL", "") not in ("", "0"):
@@ -249,6 +258,18 @@ def build_config(given: dict[str, Any]) -> Any:
             raise UsageError(f'invalid value "{value}" for flag {flag}: port out of range')
         if value:
             overrides[dest] = RANDOM_PORT if value < 0 else value
+    size = given.get("cluster_size")
+    if size is None and os.environ.get("MINIJS_CLUSTER_SIZE", "") != "":
+        raw = os.environ["MINIJS_CLUSTER_SIZE"]
+        if not raw.strip().isdigit():
+            raise UsageError(f'invalid value "{raw}" for MINIJS_CLUSTER_SIZE: a whole number '
+                             "from 1 to 5")
+        size = int(raw)
+    if size is not None:
+        if not 1 <= size <= 5:
+            raise UsageError(f'invalid value "{size}" for flag -cluster_size: a cluster runs 1 '
+                             "to 5 nodes in this process (1 is a single server)")
+        overrides["cluster_size"] = size
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)

@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 from typing import Any
@@ -30,6 +31,7 @@ from minijs.clock import Clock, make_clock
 from minijs.cluster.network import Network, NetworkError
 from minijs.cluster.raft import RaftDisk, RaftNode
 from minijs.config import ServerConfig
+from minijs.control.faults import FaultInjector, FaultRule
 from minijs.core.routes import Routes
 from minijs.log import NULL_LOGGER, Logger
 from minijs.server import Server
@@ -170,8 +172,16 @@ class Node:
     def cluster_env(self, server: Server) -> "NodeEnv":
         return NodeEnv(self)
 
+    def control_target(self) -> "Cluster":
+        return self.cluster
+
     def bootstraps(self) -> bool:
-        return self.cluster.bootstrap_node == self.name
+        """The cluster's first start: the node it picked; later: a node that starts while no
+        other is up (the whole cluster restarting) campaigns at once."""
+        cluster = self.cluster
+        if not cluster.running:
+            return cluster.bootstrap_node == self.name
+        return not any(n.up for n in cluster.nodes if n is not self)
 
     def _peers_changed(self) -> None:
         """connect_urls changed: clients that take async INFO hear the new list."""
@@ -250,7 +260,11 @@ class Cluster:
             self.nodes.append(Node(self, i, name, self._node_config(i, name),
                                    self.log.child(name) if self.log.enabled else self.log))
         self._stopped: asyncio.Event | None = None
+        self._faults: ClusterFaults | None = None
+        self._ports_file: str | None = None
         self.running = False
+        #: In lame duck mode (SIGUSR2 to the minijs process: every node at once).
+        self.lame_duck = False
         #: The node that starts the first meta election (the others wait for it).
         self.bootstrap_node = self.rng("bootstrap").choice(names)
 
@@ -275,7 +289,7 @@ class Cluster:
     def _node_config(self, i: int, name: str) -> ServerConfig:
         config = self.config
         changes: dict[str, Any] = {"server_name": name, "cluster_size": 1,
-                                   "cluster_name": self.name}
+                                   "cluster_name": self.name, "ports_file_dir": None}
         if config.port > 0:
             changes["port"] = config.port + i
         else:
@@ -305,6 +319,50 @@ class Cluster:
             await asyncio.sleep(0)
         if self.config.jetstream:
             await self._wait_for_meta_leader()
+        if self.config.ports_file_dir:
+            self._write_ports_file(self.config.ports_file_dir)
+        self.log.info("Server is ready")
+
+    def _write_ports_file(self, directory: str) -> None:
+        """One ports file for the cluster (nats-server's format): every node's client URL."""
+        import json
+        import sys
+
+        exe = os.path.basename(sys.argv[0])
+        if not exe or exe == "__main__.py":
+            exe = "minijs"
+        path = os.path.join(directory, f"{exe}_{os.getpid()}.ports")
+        info: dict[str, list[str]] = {"nats": [n.client_url for n in self.nodes]}
+        monitors = [f"http://127.0.0.1:{n.server.monitor.port}" for n in self.nodes
+                    if n.server.monitor is not None]
+        if monitors:
+            info["monitoring"] = monitors
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(info, f, separators=(",", ":"))
+        except OSError as exc:
+            self.log.error(f"Error writing ports file ({path}): {exc}")
+            return
+        self._ports_file = path
+
+    async def _elect_after_restart(self) -> None:
+        """Every node is back: the groups that lost their leaders elect at once."""
+        if not self.config.jetstream:
+            return
+        for _ in range(4):
+            await asyncio.sleep(0)
+        live = [n.name for n in self.live_nodes]
+        for node in self.live_nodes:
+            jsc = node.server.jetstream_cluster
+            if jsc is not None:
+                jsc.kick(live)
+        await self._wait_for_meta_leader()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        for node in self.live_nodes:
+            jsc = node.server.jetstream_cluster
+            if jsc is not None:
+                jsc.kick(live)
 
     async def _wait_for_meta_leader(self, timeout: float = 10.0) -> None:
         loop = asyncio.get_running_loop()
@@ -323,10 +381,24 @@ class Cluster:
                 return jsc.meta_leader
         return None
 
+    async def lame_duck_mode(self) -> None:
+        """nats-server's lame duck mode on every node at once, then a stop."""
+        if not self.running or self.lame_duck:
+            return
+        self.lame_duck = True
+        await asyncio.gather(*(n.server.lame_duck_mode() for n in self.live_nodes))
+        await self.stop()
+
     async def stop(self) -> None:
         if not self.running:
             return
         self.running = False
+        if self._ports_file is not None:
+            try:
+                os.remove(self._ports_file)
+            except OSError:
+                pass
+            self._ports_file = None
         for node in self.nodes:
             if node.up:
                 await node.server.stop()
@@ -404,16 +476,237 @@ class Cluster:
         return out
 
     def reset(self, *, disconnect: bool = False) -> None:
-        clock_reset = getattr(self.clock, "reset", None)
-        if clock_reset is not None:
-            clock_reset()
+        """Empty the cluster for the next test: every stream and consumer on every node, the
+        fault rules, a virtual clock back to its start, and a fresh meta group led by the
+        first live node. Down nodes stay down; connections stay unless ``disconnect``."""
+        if self._faults is not None:
+            self._faults.reset()
+        live = self.live_nodes
+        for node in live:
+            node.server.reset(disconnect=disconnect)  # (each also resets the shared clock)
+        self._disks.clear()
+        if self.config.jetstream and live:
+            leader = live[0].name
+            for node in live:
+                jsc = node.server.jetstream_cluster
+                if jsc is not None:
+                    jsc.reset(leader)
+
+    async def restart(self) -> None:
+        """Restart every node (as nats-server processes restarted one after another): file
+        streams and consumer state are kept, memory streams are gone."""
+        for node in self.nodes:
+            if node.up:
+                await node.kill()
+        for node in self.nodes:
+            await node.restart()
+        await self._elect_after_restart()
+
+    async def crash(self) -> None:
+        """Like :meth:`restart`, each node crashing (``kill -9``) instead of stopping."""
+        for node in self.nodes:
+            if node.up:
+                await node.crash()
+        for node in self.nodes:
+            await node.restart()
+        await self._elect_after_restart()
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def jetstream_group(self) -> Any:
+        """Each account's streams where they are led (what inspection and faults read)."""
+        return _LeaderView(self)
+
+    def engines(self) -> dict[str, Any]:
+        return dict(self.jetstream_group.engines)
+
+    def streams(self) -> list[Any]:
+        """Snapshots of every stream (read on its leader), by account and name."""
+        return _snapshots().streams(self)
+
+    def stream(self, name: str, *, account: str | None = None) -> Any:
+        return _snapshots().stream(self, name, account)
+
+    def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
+                 limit: int = 1000, account: str | None = None) -> list[Any]:
+        return _snapshots().messages(self, stream, subject=subject, start_seq=start_seq,
+                                     limit=limit, account=account)
+
+    def message(self, stream: str, seq: int, *, account: str | None = None) -> Any:
+        return _snapshots().message(self, stream, seq, account)
+
+    def consumer(self, stream: str, name: str, *, account: str | None = None) -> Any:
+        return _snapshots().consumer(self, stream, name, account)
+
+    def connections_info(self) -> list[Any]:
+        """Open client connections of every live node (``server`` names the node)."""
+        out = []
         for node in self.live_nodes:
-            node.server.reset(disconnect=disconnect)
+            for snap in _snapshots().connections(node.server):
+                out.append(dataclasses.replace(snap, server=node.name))
+        return out
+
+    @property
+    def faults(self) -> "ClusterFaults":
+        if self._faults is None:
+            self._faults = ClusterFaults(self)
+        return self._faults
+
+    def fault_log(self) -> list[Any]:
+        return list(self._faults.log) if self._faults is not None else []
+
+    @property
+    def start_time(self) -> float:
+        return min((n.server.start_time for n in self.nodes), default=0.0)
 
     def cluster(self) -> dict[str, Any]:
-        """A snapshot: the cluster's name and each node, up or down."""
+        """A snapshot: the cluster's name, each node (up or down), the meta leader, and each
+        replicated stream's leader and replicas (with how far each lags)."""
+        streams = []
+        seen: set[tuple[str, str]] = set()
+        for node in self.live_nodes:
+            jsc = node.server.jetstream_cluster
+            if jsc is None:
+                continue
+            for key, sa in sorted(jsc.assignments.items()):
+                if key in seen:
+                    continue
+                leader = self._stream_leader(key)
+                info = {"account": key[0], "name": key[1], "leader": leader,
+                        "replicas": self._replicas(key, leader, sa.peers)}
+                seen.add(key)
+                streams.append(info)
         return {
             "name": self.name,
+            "meta_leader": self.meta_leader(),
             "nodes": [{"name": n.name, "id": n.server_id, "up": n.up,
-                       "client_url": n.client_url} for n in self.nodes],
+                       "client_url": n.client_url, "tags": list(n.config.tags)}
+                      for n in self.nodes],
+            "streams": streams,
         }
+
+    def _stream_leader(self, key: tuple[str, str]) -> str | None:
+        for node in self.live_nodes:
+            jsc = node.server.jetstream_cluster
+            replica = jsc.replicas.get(key) if jsc is not None else None
+            if replica is not None and replica.raft.is_leader():
+                return node.name
+        return None
+
+    def _replicas(self, key: tuple[str, str], leader: str | None,
+                  peers: list[str]) -> list[dict[str, Any]]:
+        lead = None
+        if leader is not None:
+            lead = self.node(leader).server.jetstream_cluster.replicas[key].raft
+        out = []
+        for peer in peers:
+            node = self.node(peer)
+            jsc = node.server.jetstream_cluster if node.up else None
+            replica = jsc.replicas.get(key) if jsc is not None else None
+            applied = replica.raft.applied if replica is not None else 0
+            lag = max(0, lead.commit - applied) if lead is not None else None
+            out.append({"name": peer, "up": node.up, "leader": peer == leader,
+                        "current": lag == 0 if lag is not None else False, "lag": lag})
+        return out
+
+
+def _snapshots() -> Any:
+    from minijs.control import snapshots
+
+    return snapshots
+
+
+class _LeaderEngine:
+    """One account's JetStream as the cluster's leaders hold it (inspection and faults look
+    streams up here: a stream is found on the node that leads it)."""
+
+    def __init__(self, cluster: "Cluster", account: str) -> None:
+        self.cluster = cluster
+        self.account_name = account
+
+    def _engines(self) -> list[Any]:
+        out = []
+        for node in self.cluster.live_nodes:
+            engine = node.server.engines().get(self.account_name)
+            if engine is not None:
+                out.append(engine)
+        return out
+
+    def lookup(self, name: str) -> Any:
+        for engine in self._engines():
+            stream = engine.lookup(name)
+            if stream is not None:
+                return stream
+        return None
+
+    @property
+    def streams(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for engine in self._engines():
+            out.update(engine.streams)
+        return out
+
+
+class _LeaderView:
+    """``jetstream_group`` of a cluster: each account's streams where they are led."""
+
+    def __init__(self, cluster: "Cluster") -> None:
+        accounts: set[str] = set()
+        for node in cluster.live_nodes:
+            accounts.update(node.server.engines())
+        self.engines = {acc: _LeaderEngine(cluster, acc) for acc in sorted(accounts)}
+
+
+class _NodeFaults(FaultInjector):
+    """One node's share of the cluster's fault rules (the rules, log and ids are the
+    cluster's; a rule spent on one node is spent everywhere)."""
+
+    def __init__(self, owner: "ClusterFaults", server: Server) -> None:
+        super().__init__(server)
+        self.owner = owner
+        self.rules = owner.rules
+        self.log = owner.log
+
+    def _install(self) -> None:
+        self.owner._install()
+
+
+class ClusterFaults(FaultInjector):
+    """``cluster.faults``: fault rules for every node (a delivery rule catches its consumer's
+    deliveries on the node that leads it; a request rule catches the messages published on
+    whichever node the publisher is connected to)."""
+
+    def __init__(self, cluster: "Cluster") -> None:
+        super().__init__(cluster)
+        self.cluster = cluster
+        self._nodes: dict[str, _NodeFaults] = {}
+
+    def of(self, node: Node) -> _NodeFaults:
+        injector = self._nodes.get(node.name)
+        if injector is None or injector.server is not node.server:
+            injector = self._nodes[node.name] = _NodeFaults(self, node.server)
+        return injector
+
+    def of_server(self, server: Server) -> _NodeFaults:
+        """The injector of the node that runs ``server``."""
+        for node in self.cluster.nodes:
+            if node.server is server:
+                return self.of(node)
+        raise LookupError("that server is not a node of this cluster")
+
+    def _install(self) -> None:
+        for node in self.cluster.live_nodes:
+            node.server.fault_hook = self.of(node) if self.rules else None
+
+    def remove(self, rule: FaultRule | int) -> bool:
+        rid = rule if isinstance(rule, int) else rule.id
+        before = len(self.rules)
+        self.rules[:] = [r for r in self.rules if r.id != rid]
+        self._install()
+        return len(self.rules) != before
+
+    def publish_unfaulted(self, subject: bytes, reply: bytes | None, hdr: bytes | None,
+                          body: bytes, to: Any = None) -> int:
+        node = self.cluster.live_nodes[0]
+        return self.of(node).publish_unfaulted(subject, reply, hdr, body, to)

@@ -68,6 +68,9 @@ class Membership(Protocol):
     def bootstraps(self) -> bool:
         """Does this node start the cluster's first meta election?"""
 
+    def control_target(self) -> Any:
+        """What this node's ``$MINIJS.>`` requests act on (the whole cluster)."""
+
 
 class Server(Router):
     """A NATS server in this process's event loop.
@@ -166,12 +169,14 @@ class Server(Router):
         if config.control:
             from minijs.control.plane import ControlPlane
 
-            self.control_plane = ControlPlane(self)
+            target = self.membership.control_target() if self.membership is not None else None
+            self.control_plane = ControlPlane(self, target)
             self.control_plane.start()
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
         if config.ports_file_dir:
             self._write_ports_file(config.ports_file_dir)
-        log.info("Server is ready")
+        if self.membership is None:
+            log.info("Server is ready")  # (a cluster says it once, for all of its nodes)
 
     async def stop(self) -> None:
         """Graceful shutdown: stop accepting, flush what clients are owed, close them."""
@@ -747,8 +752,66 @@ class ServerThread:
     def port(self) -> int:
         return self._server().port
 
+    # ----------------------------------------------------------------- a cluster's powers
+
+    @property
+    def nodes(self) -> list["ThreadNode"]:
+        """With ``cluster_size`` > 1: the nodes (each call runs on the server's loop)."""
+        cluster = self._server()
+        if not hasattr(cluster, "nodes"):
+            raise AttributeError("a single server has no nodes; start it with cluster_size=3")
+        return [ThreadNode(self, node.name) for node in cluster.nodes]  # type: ignore[attr-defined]
+
+    def node(self, name: str) -> "ThreadNode":
+        self.call(self._server().node, name)  # type: ignore[attr-defined]
+        return ThreadNode(self, name)
+
+    @property
+    def client_urls(self) -> list[str]:
+        return list(getattr(self._server(), "client_urls", [self.client_url]))
+
+    def partition(self, *groups: list[str]) -> None:
+        self.call(self._server().partition, *groups)  # type: ignore[attr-defined]
+
+    def heal(self) -> None:
+        self.call(self._server().heal)  # type: ignore[attr-defined]
+
+    def cluster(self) -> dict[str, Any]:
+        return self.call(self._server().cluster)  # type: ignore[attr-defined]
+
     def __enter__(self) -> "ServerThread":
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ThreadNode:
+    """A node of a :class:`ServerThread`'s cluster: its calls run on the server's loop."""
+
+    def __init__(self, thread: ServerThread, name: str) -> None:
+        self._thread = thread
+        self.name = name
+
+    def _node(self) -> Any:
+        return self._thread._server().node(self.name)  # type: ignore[attr-defined]
+
+    @property
+    def client_url(self) -> str:
+        return self._node().client_url
+
+    @property
+    def up(self) -> bool:
+        return self._node().up
+
+    def kill(self) -> None:
+        self._thread.call(lambda: self._node().kill())
+
+    def crash(self) -> None:
+        self._thread.call(lambda: self._node().crash())
+
+    def restart(self) -> None:
+        self._thread.call(lambda: self._node().restart())
+
+    def __repr__(self) -> str:
+        return f"<ThreadNode {self.name}>"

@@ -6,10 +6,11 @@ entries the leader proposes and tells its state machine (:class:`StateMachine`) 
 entry once a majority holds it. Timings are nats-server's defaults (``raft.go``): an election
 timeout drawn between 4 and 9 s, heartbeats every second, a leader that has not heard from a
 majority for 10 s steps down; a new group's preferred member campaigns after 50 ms, a
-bootstrapping group's members after 100 to 800 ms, a leadership transfer after 10 ms. On a
-virtual clock the campaigns a healthy cluster starts by itself (a new group's preferred member,
-a transfer, the first meta election) take no time, so a create does not wait for the test to
-move time; elections after a lost leader do.
+leadership transfer after 10 ms. On a virtual clock the campaigns a healthy cluster starts by
+itself (a new group's preferred member, a transfer) take no time, so a create does not wait for
+the test to move time; elections after a lost leader do. A new cluster's first meta election is
+started at once by one node the cluster picks (nats-server's members campaign after 100 to
+800 ms; the cluster is not ready before it has a leader, so no client sees the difference).
 
 Invariants (Raft's, as kept here):
 
@@ -40,7 +41,6 @@ from typing import Any, Callable, Protocol
 FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
 
 ELECTION_MIN, ELECTION_MAX = 4.0, 9.0
-CAMPAIGN_MIN, CAMPAIGN_MAX = 0.1, 0.8
 CAMPAIGN_NOW = 0.05
 TRANSFER = 0.01
 HEARTBEAT = 1.0
@@ -130,6 +130,14 @@ class RaftNode:
         #: Callbacks waiting for an index to commit: index -> [callback(ok)].
         self._waiting: dict[int, list[Callable[[bool], None]]] = {}
         self.transferring = False
+        #: Entries at or below this index were committed before this member (re)started:
+        #: applying them rebuilds state rather than reacting to something new.
+        self.replay_upto = 0
+        self._synced = False
+
+    def is_replay(self, index: int) -> bool:
+        """Was the entry at ``index`` committed before this member (re)started?"""
+        return index <= self.replay_upto
 
     # ------------------------------------------------------------------ reading
 
@@ -180,18 +188,38 @@ class RaftNode:
 
     def start(self, campaign: str | None = None) -> None:
         """Start as a follower. ``campaign``: ``"now"`` (the preferred member of a new group),
-        ``"bootstrap"`` (a new cluster's first election: after 100 to 800 ms, at once on a
-        virtual clock), or None (wait for a leader)."""
+        ``"bootstrap"`` (a new cluster's first election, at once), or None (wait for a
+        leader)."""
         self._stopped = False
+        self.replay_upto = self.last_index
+        self._synced = False
         if len(self.peers) == 1 and self.peers[0] == self.me:
             self._become_candidate()
             return
         if campaign == "now":
             self._arm(0.0 if self.clock.virtual else CAMPAIGN_NOW, real=True)
         elif campaign == "bootstrap":
-            delay = CAMPAIGN_MIN + self.rng.random() * (CAMPAIGN_MAX - CAMPAIGN_MIN)
-            self._arm(0.0 if self.clock.virtual else delay, real=True)
+            # A new cluster's first election: nats-server campaigns after 100 to 800 ms; the
+            # one node the cluster picks here campaigns at once (nothing a client can see:
+            # the cluster is ready only once it has a meta leader).
+            self._arm(0.0, real=True)
         else:
+            self._arm_election()
+
+    def campaign_now(self) -> None:
+        """Start an election on the next loop turn (unless leading already)."""
+        if not self._stopped and self.state != LEADER:
+            self._arm(0.0, real=True)
+
+    def start_with_leader(self, leader: str) -> None:
+        """Start in an agreed first configuration: ``leader`` leads the current term (every
+        member's disk says so; a reset cluster starts this way, without an election)."""
+        self._stopped = False
+        if leader == self.me:
+            self._become_leader()
+        else:
+            self.state = FOLLOWER
+            self._set_leader(leader)
             self._arm_election()
 
     def stop(self) -> None:
@@ -328,6 +356,9 @@ class RaftNode:
     def _become_leader(self) -> None:
         self.state = LEADER
         self.transferring = False
+        if not self._synced:
+            self.replay_upto = max(self.replay_upto, self.last_index)
+            self._synced = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -430,6 +461,9 @@ class RaftNode:
         if self.fsm.needs_snapshot():
             self._send(sender, ("APPENDED", disk.term, False, -1))
             return
+        if not self._synced:
+            self.replay_upto = max(self.replay_upto, commit)
+            self._synced = True
         if prev > self.last_index or (prev >= disk.base and self._term_at(prev) != prev_term):
             # Not there yet, or disagreeing: ask for earlier entries.
             self._send(sender, ("APPENDED", disk.term, False, min(prev - 1, self.last_index)))

@@ -100,10 +100,15 @@ _RULE_FIELDS: dict[str, tuple[type, ...]] = {
 
 
 class ControlPlane:
-    """Serves ``$MINIJS.>`` for one server (which offers the test-control methods)."""
+    """Serves ``$MINIJS.>`` for one server (which offers the test-control methods). On a node
+    of an in-process cluster, ``target`` is the cluster: the node serves its own clients, and
+    what they ask acts on the whole cluster (``$MINIJS.CLUSTER.*`` too)."""
 
-    def __init__(self, server: Any) -> None:
-        self.server = server
+    def __init__(self, server: Any, target: Any = None) -> None:
+        #: The server whose clients this plane answers.
+        self.node = server
+        #: What the requests act on: the server itself, or its cluster.
+        self.server = target if target is not None else server
         self._subs: list[tuple[Any, Any]] = []
         #: The requester of the request being handled (its account picks the streams).
         self._origin: Any = None
@@ -121,6 +126,15 @@ class ControlPlane:
             "FAULT.SLOW_CONSUMER": self._slow_consumer,
             "RESTART": self._restart,
         }
+        if hasattr(self.server, "nodes"):
+            self._routes.update({
+                "CLUSTER.INFO": self._cluster_info,
+                "CLUSTER.KILL": self._cluster_node_op("kill"),
+                "CLUSTER.CRASH": self._cluster_node_op("crash"),
+                "CLUSTER.RESTART": self._cluster_node_op("restart"),
+                "CLUSTER.PARTITION": self._cluster_partition,
+                "CLUSTER.HEAL": self._cluster_heal,
+            })
 
     def start(self) -> None:
         """Serve ``$MINIJS.>`` in every account (the global one and each configured one), so
@@ -128,8 +142,9 @@ class ControlPlane:
         from minijs.core.sublist import Subscription
 
         self._subs = []
-        for sublist in self.server.account_sublists.values():
+        for sublist in self.node.account_sublists.values():
             sub = Subscription.internal(PREFIX + b">", self._on_request)
+            sub.local_only = True  # each node of a cluster answers its own clients
             sublist.insert(sub)
             self._subs.append((sublist, sub))
 
@@ -196,8 +211,9 @@ class ControlPlane:
     def _reply(self, reply: bytes | None, result: Any, origin: Any = None) -> None:
         if reply:
             # Past the fault rules: a rule on ``>`` or ``_INBOX.>`` must not eat the answer.
-            self.server.faults.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)),
-                                                 origin)
+            faults = self.server.faults
+            injector = faults.of_server(self.node) if hasattr(faults, "of_server") else faults
+            injector.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)), origin)
 
     def _authorized(self, origin: Any) -> bool:
         config = self.server.config
@@ -354,3 +370,60 @@ class ControlPlane:
             self.server.faults._clients(client)
         except FaultError as exc:
             raise ControlError(404, str(exc)) from None
+
+    # ------------------------------------------------------------------ cluster
+
+    def _cluster_info(self, payload: bytes) -> dict[str, Any]:
+        _body(payload, {})
+        return self.server.cluster()
+
+    def _cluster_node_op(self, op: str) -> Callable[[bytes], Any]:
+        def handler(payload: bytes) -> Any:
+            doc = _body(payload, {"node": (str,)})
+            name = doc.get("node")
+            if not name:
+                raise _bad('name the node: {"node": "n2"}')
+            try:
+                node = self.server.node(name)
+            except ValueError as exc:
+                raise ControlError(404, str(exc)) from None
+            if op in ("kill", "crash") and not node.up:
+                raise ControlError(409, f"node {name!r} is down already (restart it first)")
+            if op == "restart" and node.up and node.server is self.node:
+                raise ControlError(409, "restart a running node from a client of another node")
+            if node.server is self.node and op in ("kill", "crash"):
+                # The requester is on the node going down: answer first.
+                loop = asyncio.get_running_loop()
+
+                def later() -> None:
+                    task = loop.create_task(getattr(node, op)())
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+
+                loop.call_later(0.01, later)
+                return {"node": name, op: True}
+
+            async def run() -> dict[str, Any]:
+                await getattr(node, op)()
+                return {"node": name, op: True}
+
+            return run()
+        return handler
+
+    def _cluster_partition(self, payload: bytes) -> dict[str, Any]:
+        doc = _body(payload, {"groups": (list,)})
+        groups = doc.get("groups")
+        if not groups or not all(isinstance(g, list) and all(isinstance(n, str) for n in g)
+                                 for g in groups):
+            raise _bad('give the groups as {"groups": [["n1"], ["n2", "n3"]]}')
+        try:
+            self.server.partition(*groups)
+        except ValueError as exc:
+            text = str(exc)
+            raise ControlError(404 if text.startswith("unknown node") else 400, text) from None
+        return {"partitioned": groups}
+
+    def _cluster_heal(self, payload: bytes) -> dict[str, Any]:
+        _body(payload, {})
+        self.server.heal()
+        return {"healed": True}

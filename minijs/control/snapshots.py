@@ -100,6 +100,7 @@ class ConnectionSnapshot:
     port: int
     subscriptions: list[SubscriptionSnapshot]
     pending_bytes: int
+    server: str = ""  # in a cluster: the node the client is connected to
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -101,6 +101,7 @@ class JetStreamCluster:
         self.meta = env.make_raft(META_GROUP, disk, self)
         self._groups[META_GROUP] = self.meta
         self._applying_snapshot = False
+        self._replaying = False
         self._gathers: dict[int, dict[str, Any]] = {}
         self._next_gather = 0
         self.meta_leader: str | None = None
@@ -120,6 +121,31 @@ class JetStreamCluster:
             replica.stop(crash=crash)
         self.replicas.clear()
         self._groups = {}
+
+    def reset(self, leader: str) -> None:
+        """Forget every stream and start the meta group afresh with ``leader`` leading term 1
+        (a test's reset: every live node does this at once, on disks the cluster emptied)."""
+        for replica in list(self.replicas.values()):
+            replica.delete()
+        self.replicas.clear()
+        self.assignments.clear()
+        self.meta.stop()
+        disk = self.env.disk(META_GROUP, self.env.node_names(), durable=True)
+        disk.term, disk.voted_for = 1, leader
+        self.meta = self.env.make_raft(META_GROUP, disk, self)
+        self._groups = {META_GROUP: self.meta}
+        self.meta_leader = None
+        self.meta.start_with_leader(leader)
+
+    def kick(self, live: list[str]) -> None:
+        """After the whole cluster restarted: where no leader is known, the first live member
+        campaigns at once (the cluster's restart stands in for the nodes' election timers)."""
+        if self.meta.leader is None and live and live[0] == self.me:
+            self.meta.campaign_now()
+        for replica in self.replicas.values():
+            peers = [p for p in replica.raft.peers if p in live]
+            if replica.raft.leader is None and peers and peers[0] == self.me:
+                replica.raft.campaign_now()
 
     def engine(self, account: str) -> "JetStream | None":
         return self.server.engines().get(account)
@@ -150,6 +176,9 @@ class JetStreamCluster:
     # ------------------------------------------------------------------ the meta state machine
 
     def apply(self, index: int, entry: tuple) -> None:
+        #: A replayed entry (committed before this node started) re-creates replicas without
+        #: the first campaign or the reply a new one gets.
+        self._replaying = self.meta.is_replay(index)
         kind = entry[0]
         if kind == "stream":
             self._apply_stream(*entry[1:])
@@ -212,14 +241,15 @@ class JetStreamCluster:
                 replica.delete()
             replica = StreamReplica(self, engine, cfg, created, list(peers), group)
             self.replicas[key] = replica
-            if reply and action == "create":
+            fresh = action == "create" and not self._replaying
+            if reply and fresh:
                 replica.on_first_leader = (lambda stream, r=reply: self._created(r, stream))
-            replica.start("now" if preferred == self.me and action == "create" else None)
+            replica.start("now" if preferred == self.me and fresh else None)
             return
         if old is not None and list(old.peers) != list(peers):
             replica.raft.disk.peers = list(peers)
         replica.update_config(cfg)
-        if reply and action == "update" and replica.stream is not None:
+        if reply and action == "update" and replica.stream is not None and not self._replaying:
             self._respond(reply, "stream_update_response",
                           replica.stream.info_json(domain=engine.domain))
 
