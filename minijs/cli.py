@@ -68,6 +68,7 @@ Cluster (minijs only: N nodes in this process):
                                      port with -p -1); JetStream streams take num_replicas up
                                      to n (also MINIJS_CLUSTER_SIZE)
         --cluster_name <name>        The cluster's name (default: minijs)
+        --cluster_tags <json>        Each node's server_tags: {"n1": ["az:1"], ...}
 
 Common Options:
     -h, --help                       Show this message
@@ -129,6 +130,7 @@ _flag(("clock",), "clock", "str")
 _flag(("loop",), "loop", "str")
 _flag(("cluster_size",), "cluster_size", "int")
 _flag(("cluster_name",), "cluster_name", "str")
+_flag(("cluster_tags",), "cluster_tags", "str")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
@@ -270,6 +272,20 @@ def build_config(given: dict[str, Any]) -> Any:
             raise UsageError(f'invalid value "{size}" for flag -cluster_size: a cluster runs 1 '
                              "to 5 nodes in this process (1 is a single server)")
         overrides["cluster_size"] = size
+    if "cluster_tags" in given:
+        import json
+
+        raw = given["cluster_tags"]
+        try:
+            tags = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f'invalid value "{raw}" for flag -cluster_tags: {exc}; give JSON '
+                             'like {"n1": ["az:1"], "n2": ["az:2"]}') from None
+        if not isinstance(tags, dict) or not all(
+                isinstance(v, list) and all(isinstance(t, str) for t in v) for v in tags.values()):
+            raise UsageError(f'invalid value "{raw}" for flag -cluster_tags: give JSON like '
+                             '{"n1": ["az:1"], "n2": ["az:2"]} (node name -> list of tags)')
+        overrides["cluster_tags"] = {k: tuple(v) for k, v in tags.items()}
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
     config = config.with_overrides(**overrides)

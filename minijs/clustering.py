@@ -241,6 +241,12 @@ class Cluster:
         size = check_size(config.cluster_size)
         if size < MIN_NODES:
             raise ClusterError("a cluster has 2 to 5 nodes; cluster_size=1 is a single Server")
+        base = config.server_name
+        names = [f"{base}-{i}" if base else f"n{i}" for i in range(1, size + 1)]
+        unknown = sorted(set(config.cluster_tags) - set(names))
+        if unknown:
+            raise ClusterError(f"cluster_tags names {unknown[0]!r}, which is not a node of this "
+                               f"cluster (the nodes are: {', '.join(names)})")
         self.config = config
         self.clock: Clock = make_clock(clock)
         self.log = logger or NULL_LOGGER
@@ -251,8 +257,6 @@ class Cluster:
         self.network = Network(self.clock, self.rng("network"))
         #: Each node's durable Raft state by group: (node, group) -> (RaftDisk, durable).
         self._disks: dict[tuple[str, str], tuple[RaftDisk, bool]] = {}
-        base = config.server_name
-        names = [f"{base}-{i}" if base else f"n{i}" for i in range(1, size + 1)]
         self._store_root: str | None = None
         self.nodes: list[Node] = []
         for i, name in enumerate(names):
@@ -289,7 +293,11 @@ class Cluster:
     def _node_config(self, i: int, name: str) -> ServerConfig:
         config = self.config
         changes: dict[str, Any] = {"server_name": name, "cluster_size": 1,
-                                   "cluster_name": self.name, "ports_file_dir": None}
+                                   "cluster_name": self.name, "ports_file_dir": None,
+                                   "cluster_tags": {}}
+        if name in config.cluster_tags:
+            changes["tags"] = tuple(dict.fromkeys(
+                t.strip().lower() for t in config.cluster_tags[name] if t.strip()))
         if config.port > 0:
             changes["port"] = config.port + i
         else:

@@ -206,6 +206,9 @@ class ServerConfig:
     cluster_size: int = 1
     #: The cluster's name (nats-server's ``cluster { name }``, ``--cluster_name``).
     cluster_name: str | None = None
+    #: minijs extension: each in-process node's ``server_tags`` by node name (nodes not
+    #: named take ``tags``), for placement by tags.
+    cluster_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     control_user: str | None = None  # with auth configured, the only user the plane answers
     extra: dict[str, Any] = field(default_factory=dict)
 

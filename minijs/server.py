@@ -266,6 +266,11 @@ class Server(Router):
                 self.log.error(f"Error cleaning up ports file {self._ports_file}: {exc}")
             self._ports_file = None
         self.stop_listening()
+        if self.jetstream_cluster is not None and not crash:
+            # Leaders hand over before the links go (nats-server's stepdownRaftNodes).
+            self.jetstream_cluster.transfer_leaders()
+            for _ in range(2):
+                await asyncio.sleep(0)
         if self.membership is not None:
             self.membership.detached(self)
         if self.control_plane is not None:

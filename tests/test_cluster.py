@@ -82,34 +82,6 @@ async def test_core_messages_queue_groups_and_no_responders_span_nodes():
         await cluster.stop()
 
 
-async def test_a_local_queue_member_is_preferred():
-    cluster = await _cluster()
-    try:
-        a, b = [await nats.connect(n.client_url) for n in cluster.nodes[:2]]
-        counts = {"a": 0, "b": 0}
-
-        async def qa(msg):
-            counts["a"] += 1
-
-        async def qb(msg):
-            counts["b"] += 1
-
-        await a.subscribe("q", queue="w", cb=qa)
-        await b.subscribe("q", queue="w", cb=qb)
-        await a.flush()
-        await b.flush()
-        await asyncio.sleep(0.01)
-        for _ in range(20):
-            await a.publish("q", b"")
-        await a.flush()
-        await asyncio.sleep(0.05)
-        assert counts == {"a": 20, "b": 0}
-        await a.close()
-        await b.close()
-    finally:
-        await cluster.stop()
-
-
 async def test_r3_stream_acks_after_commit_and_survives_its_leaders_crash():
     cluster = await _cluster(jetstream=True)
     try:

@@ -635,22 +635,15 @@ class WatchedSublist(Sublist):
 
 def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:
     """One random live member of a queue group (not the publisher itself when echo is off).
-    In a cluster a member on this node is preferred to a peer's (a route subscription), as
-    nats-server prefers local queue subscribers."""
+    In a cluster a peer node's members (route subscriptions) are candidates like local ones:
+    nats-server spreads a client's messages over every member cluster-wide."""
     n = len(members)
     start = random.randrange(n) if n > 1 else 0
-    remote = None
     for i in range(n):
         sub = members[(start + i) % n]
         if sub.closed:
             continue
-        conn = sub.conn
-        if conn is not None:
-            if conn.is_route:
-                if remote is None:
-                    remote = sub
-                continue
-            if conn is origin and not origin.echo:
-                continue
+        if sub.conn is not None and sub.conn is origin and not origin.echo:
+            continue
         return sub
-    return remote
+    return None

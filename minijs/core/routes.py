@@ -26,8 +26,9 @@ Invariants:
 
 * a message crosses at most one route (a node never forwards what it received from a peer),
   and a peer receives it at most once per publish;
-* a queue group takes each message once cluster-wide: a node with a member of its own picks a
-  local one; otherwise one peer with members is picked, and it picks one of its own;
+* a queue group takes each message once cluster-wide: the publisher's node picks one member
+  among its own and its peers' (a peer's route subscription stands for its members); a peer
+  picked is sent the group's name and picks one of its own;
 * interest a node advertises is exactly its live local subscriptions (client and internal, but
   not those marked ``local_only`` and not route subscriptions); on every link-up a node sends
   its whole interest again and the receiver replaces what it had of that peer; on link-down the

@@ -280,22 +280,29 @@ class JetStreamCluster:
         return
 
     def group_info(self, raft: "RaftNode", leader_since: int) -> dict[str, Any]:
-        """The ``cluster`` object of stream info, as nats-server's ``clusterInfo`` fills it."""
-        out: dict[str, Any] = {"name": self.env.cluster_name, "raft_group": raft.group}
+        """The ``cluster`` object of stream info, as nats-server's ``clusterInfo`` fills it:
+        an R1 group shows its name and leader only; a replicated one its Raft group, leader,
+        the system account carrying its traffic and the other peers by name (every peer when
+        it has no leader), each with ``current``, ``active`` (ns since heard), ``lag`` when
+        behind and ``peer`` (the hash of its name)."""
         leader = raft.leader
+        if len(raft.peers) == 1:
+            return {"name": self.env.cluster_name, "leader": leader or self.me}
+        out: dict[str, Any] = {"name": self.env.cluster_name, "raft_group": raft.group}
         if leader is not None:
             out["leader"] = leader
             if raft.is_leader() and leader_since:
                 out["leader_since"] = J.go_time(leader_since)
-        replicas = []
+        out["system_account"] = True
+        out["traffic_account"] = self.system_account
         known = {r["name"]: r for r in raft.replicas()} if raft.is_leader() else {}
-        for peer in raft.peers:
+        replicas = []
+        for peer in sorted(raft.peers):
             if peer == leader:
                 continue
             r = known.get(peer)
-            online = self.env.online(peer)
             info: dict[str, Any] = {"name": peer, "current": bool(r and r["current"])}
-            if not online:
+            if not self.env.online(peer):
                 info["offline"] = True
             active = r["active"] if r and r["active"] is not None else 0
             info["active"] = int(active * 1_000_000_000)
@@ -306,6 +313,17 @@ class JetStreamCluster:
         if replicas:
             out["replicas"] = replicas
         return out
+
+    @property
+    def system_account(self) -> str:
+        return getattr(self.server.config, "system_account", None) or "$SYS"
+
+    def transfer_leaders(self) -> None:
+        """A graceful shutdown: every group this node leads hands its leadership to a peer
+        first (nats-server's ``stepdownRaftNodes``), so nothing waits for an election."""
+        for node in list(self._groups.values()):
+            if node.is_leader():
+                node.step_down()
 
     # ------------------------------------------------------------------ placement
 
@@ -328,18 +346,20 @@ class JetStreamCluster:
         nodes = []
         online = 0
         for name in names:
-            node_tags = self.env.node_tags(name)
+            node_tags = [t.lower() for t in self.env.node_tags(name)]
             ok = True
             for tag in tags:
                 exclude = tag.startswith("!")
                 tag = tag[1:] if exclude else tag
+                given = tag
+                tag = tag.lower()
                 present = tag in node_tags
                 if exclude and present:
-                    excluded.append(tag)
+                    excluded.append(given)
                     ok = False
                     break
                 if not exclude and not present:
-                    missing.append(tag)
+                    missing.append(given)
                     ok = False
                     break
             if not ok:
@@ -444,6 +464,8 @@ class JetStreamCluster:
         cfg, pedantic = C.parse_stream_config(payload)
         if cfg.name != name:
             raise E.stream_mismatch()
+        if (cfg.placement or {}).get("preferred"):
+            raise E.stream_invalid_config("preferred server not permitted in placement")
         lookup = self.lookup_config(account)
         cfg = C.validate_and_default(cfg, create=True, pedantic=pedantic, lookup=lookup,
                                      unsupported=False, clustered=True,
