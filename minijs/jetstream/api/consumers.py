@@ -98,7 +98,7 @@ class ConsumerApi:
         assert form is not None  # route() only sends parseable subjects
         cfg, action, pedantic, req_stream = C.parse_create_request(payload)
         self.api._check_api_level(hdr)
-        cfg = C.apply_create_subject(form, cfg, req_stream)
+        cfg = C.apply_create_subject(form, cfg, req_stream, clustered=self.js.cluster is not None)
         stream = self._stream(form.stream)
         key = C.consumer_key(cfg)
         old = stream.consumers.get(key) if key else None

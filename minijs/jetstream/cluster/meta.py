@@ -411,7 +411,11 @@ class JetStreamCluster:
         key = (account, name)
         replica = self.replicas.get(key)
         if replica is not None and replica.stream is not None:
-            return False  # the stream's leader: the normal handler answers
+            leader_handler = _LEADER_HANDLERS.get(rtype)
+            if leader_handler is None:
+                return False  # the stream's leader: the normal handler answers
+            self._run(api, rtype, leader_handler, tokens, account, reply, hdr, payload)
+            return True
         if key not in self.assignments:
             if self.is_meta_leader() and reply and rtype:
                 self._respond(reply, rtype, error=E.stream_not_found(), api=api)
@@ -538,6 +542,57 @@ class JetStreamCluster:
                  peers, sa.group, sa.preferred, reply, "update")
         self.meta.propose(entry)
         return None
+
+    # -- leader handlers (the stream's leader answers)
+
+    def _stepdown_target(self, raft: "RaftNode", payload: bytes) -> str | None:
+        """nats-server's ``getStepDownPreferredPlacement``: the peer a body's placement names
+        (or one matching its cluster and tags), None for any; 400/10005 when none fits."""
+        if not J.is_object_or_array(payload):
+            return None
+        from minijs.jetstream.config import stream as C
+
+        req = J.decode_strict(payload, {"placement": J.Ptr(C.PLACEMENT_TYPE)},
+                              "JSApiLeaderStepdownRequest")
+        placement = req.get("placement")
+        if not placement:
+            return None
+        preferred = placement.get("preferred") or ""
+        if preferred:
+            if preferred == raft.me:
+                raise E.cluster_no_peers(f'preferred server "{preferred}" is already leader')
+            if preferred not in raft.peers:
+                raise E.cluster_no_peers(f'preferred server "{preferred}" not known')
+            return preferred
+        cluster = placement.get("cluster") or ""
+        tags = [t.lower() for t in placement.get("tags") or ()]
+        possible = [p for p in sorted(raft.peers) if p != raft.me and self.env.online(p)
+                    and (not cluster or cluster == self.env.cluster_name)
+                    and all(t in [x.lower() for x in self.env.node_tags(p)] for t in tags)]
+        if not possible:
+            raise E.cluster_no_peers("no replacement peer connected")
+        return self._rng.choice(possible)
+
+    def _stream_stepdown(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
+                         payload: bytes) -> dict:
+        replica = self.replicas[(account, tokens[3])]
+        return self._step_down(replica.raft, payload)
+
+    def _consumer_stepdown(self, api: Any, tokens: list[str], account: str,
+                           reply: bytes | None, payload: bytes) -> dict:
+        replica = self.replicas[(account, tokens[3])]
+        stream = replica.stream
+        if stream is None or tokens[4] not in stream.consumers:
+            raise E.consumer_not_found()
+        # A replicated stream's consumers run where the stream leads: they move with it.
+        return self._step_down(replica.raft, payload)
+
+    def _step_down(self, raft: "RaftNode", payload: bytes) -> dict:
+        target = self._stepdown_target(raft, payload)
+        if len(raft.peers) > 1:
+            if raft.step_down(target) is None:
+                raise E.cluster_no_peers("no replacement peer connected")
+        return {"success": True}
 
     def _leader_of(self, account: str, name: str) -> str | None:
         replica = self.replicas.get((account, name))
@@ -697,6 +752,11 @@ def _stream_of(tokens: list[str]) -> str | None:
             return tokens[2]
     return None
 
+
+_LEADER_HANDLERS: dict[str, Callable[..., Any]] = {
+    "stream_leader_stepdown_response": JetStreamCluster._stream_stepdown,
+    "consumer_leader_stepdown_response": JetStreamCluster._consumer_stepdown,
+}
 
 _META_HANDLERS: dict[str, Callable[..., Any]] = {
     "account_info_response": JetStreamCluster._account_info,

@@ -173,6 +173,7 @@ class StreamReplica:
         stream.replicated = True
         stream.commit_gate = self._gate
         stream.cluster_info = self.cluster_info
+        stream.consumer_cluster_info = self.consumer_cluster_info
         self.recording = recording
         self.stream = stream
         self.leader_since = engine.clock.time_ns()
@@ -258,3 +259,17 @@ class StreamReplica:
 
     def cluster_info(self) -> dict[str, Any]:
         return self.host.group_info(self.raft, self.leader_since)
+
+    def consumer_cluster_info(self, consumer: Any) -> dict[str, Any]:
+        """A consumer's ``cluster`` object: a replicated stream's consumers run where the
+        stream leads, so their group is the stream's under the consumer's own group name
+        (``C-R<n><storage>-<id>``); an R1 consumer shows its name and leader only."""
+        size = consumer.config.num_replicas or len(self.raft.peers)
+        if size == 1:
+            return {"name": self.host.env.cluster_name, "leader": self.host.me}
+        info = self.host.group_info(self.raft, self.leader_since)
+        storage = "M" if consumer.config.mem_storage or self.config.storage == "memory" else "F"
+        from minijs.jetstream.cluster.meta import node_hash
+
+        info["raft_group"] = f"C-R{size}{storage}-{node_hash(self.group + '/' + consumer.name)}"
+        return info

@@ -375,7 +375,8 @@ def parse_create_subject(subject: str) -> CreateSubject | None:
     return CreateSubject("named", toks[4], toks[5], ".".join(toks[6:]) if n > 6 else "", n)
 
 
-def apply_create_subject(form: CreateSubject, cfg: ConsumerConfig, request_stream: str) -> ConsumerConfig:
+def apply_create_subject(form: CreateSubject, cfg: ConsumerConfig, request_stream: str, *,
+                         clustered: bool = False) -> ConsumerConfig:
     """The request checks of ``jsConsumerCreateRequest`` that need only the subject and the
     body; returns a copy of ``cfg`` whose ``name`` is set from the subject (named and legacy
     durable forms).
@@ -385,7 +386,8 @@ def apply_create_subject(form: CreateSubject, cfg: ConsumerConfig, request_strea
     (no ``durable_name``), 400/10017 (``durable_name`` ≠ subject name); named form: 400/10017
     (``durable_name`` set and ≠ subject name); legacy ephemeral: 400/10020 (``durable_name``
     set); 400/10137 (filter in the subject and ``filter_subjects``); 400/10131 (subject filter ≠
-    ``filter_subject``); finally 500/10074 for ``num_replicas > 1`` (single server).
+    ``filter_subject``); finally 500/10074 for ``num_replicas > 1`` (single server, not
+    ``clustered``).
     """
     cfg = cfg.copy()
     if form.kind == "legacy_durable" and form.num_tokens != 7:
@@ -411,7 +413,7 @@ def apply_create_subject(form: CreateSubject, cfg: ConsumerConfig, request_strea
         raise E.consumer_multiple_filters_not_allowed()
     if form.filter and cfg.filter_subject != form.filter:
         raise E.consumer_create_filter_subject_mismatch()
-    if cfg.num_replicas > 1:
+    if cfg.num_replicas > 1 and not clustered:
         raise E.stream_replicas_not_supported()
     return cfg
 

@@ -731,6 +731,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             pinned_client_id=self.pin_id,
             pinned_ts=self.pinned_ts,
             dynamic_metadata=dynamic_metadata,
+            cluster=(self.stream.consumer_cluster_info(self)
+                     if self.stream.consumer_cluster_info is not None else None),
         )
 
     # ------------------------------------------------------------------ choosing and delivering

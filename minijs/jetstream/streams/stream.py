@@ -141,8 +141,10 @@ class Stream:
     #: commit (the replica sends them once its Raft group holds the turn's writes).
     replicated = False
     commit_gate: Callable[[list, list], None] | None = None
-    #: In a cluster: the ``cluster`` object of stream info (name, leader, replicas).
+    #: In a cluster: the ``cluster`` object of stream info (name, leader, replicas), and of a
+    #: consumer's info.
     cluster_info: Callable[[], dict] | None = None
+    consumer_cluster_info: Callable[[Any], dict] | None = None
 
     def __init__(self, engine: StreamOwner, config: StreamConfig, created: int, store: Store) -> None:
         self.engine = engine
