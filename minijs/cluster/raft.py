@@ -206,6 +206,22 @@ class RaftNode:
         else:
             self._arm_election()
 
+    def set_peers(self, peers: list[str]) -> None:
+        """The group's members changed (a scale, a peer replaced): a leader starts bringing
+        the new ones up to date at once."""
+        old = set(self.disk.peers)
+        self.disk.peers = list(peers)
+        if self.state != LEADER:
+            return
+        now = self.clock.monotonic()
+        for peer in peers:
+            if peer != self.me and peer not in old:
+                self._next[peer] = self.last_index + 1
+                self._match[peer] = 0
+                self._heard[peer] = now
+                self._replicate(peer, heartbeat=True)
+        self._advance_commit()
+
     def campaign_now(self) -> None:
         """Start an election on the next loop turn (unless leading already)."""
         if not self._stopped and self.state != LEADER:

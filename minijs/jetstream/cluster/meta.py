@@ -247,7 +247,7 @@ class JetStreamCluster:
             replica.start("now" if preferred == self.me and fresh else None)
             return
         if old is not None and list(old.peers) != list(peers):
-            replica.raft.disk.peers = list(peers)
+            replica.raft.set_peers(list(peers))
         replica.update_config(cfg)
         if reply and action == "update" and replica.stream is not None and not self._replaying:
             self._respond(reply, "stream_update_response",
@@ -608,6 +608,54 @@ class JetStreamCluster:
         self.meta.propose(("stream-", account, name, reply))
         return None
 
+    def _stream_remove_peer(self, api: Any, tokens: list[str], account: str,
+                            reply: bytes | None, payload: bytes) -> dict | None:
+        """``STREAM.PEER.REMOVE``: the peer leaves the stream's group and another node takes
+        its place (a new replica catching up from the leader); without a spare node,
+        503/10075 and nothing changes."""
+        if J.is_empty_request(payload):
+            raise E.bad_request()
+        req = J.decode_strict(payload, {"peer": J.STRING}, "JSApiStreamRemovePeerRequest")
+        peer = req.get("peer") or ""
+        if not peer:
+            raise E.bad_request()
+        sa = self.assignments.get((account, tokens[3]))
+        if sa is None:
+            raise E.stream_not_found()
+        if peer not in sa.peers:
+            by_hash = [p for p in sa.peers if node_hash(p) == peer]
+            if not by_hash:
+                raise E.make(10040)
+            peer = by_hash[0]
+        spare = [n for n in self.place_candidates(sa.config) if n not in sa.peers]
+        if not spare:
+            raise E.make(10075)
+        peers = [p if p != peer else spare[0] for p in sa.peers]
+        from minijs.jetstream.config.stream import to_json_dict
+
+        self.meta.propose(("stream", account, to_json_dict(sa.config, dynamic_metadata=False),
+                           sa.created, peers, sa.group, sa.preferred, None, "update"))
+        return {"success": True}
+
+    def place_candidates(self, cfg: "StreamConfig") -> list[str]:
+        """The nodes a stream's placement allows, online first, least loaded first."""
+        try:
+            single = cfg.copy()
+            single.num_replicas = 1
+            everyone = list(self.env.node_names())
+            return [n for n in self._ordered(single, everyone)]
+        except E.ApiError:
+            return []
+
+    def _ordered(self, cfg: "StreamConfig", names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            tags = [t.lower() for t in self.env.node_tags(name)]
+            want = [t.lower() for t in (cfg.placement or {}).get("tags") or ()]
+            if all((t[1:] not in tags) if t.startswith("!") else (t in tags) for t in want):
+                out.append(name)
+        return sorted(out, key=lambda n: (not self.env.online(n), n))
+
     def _matching(self, account: str, payload: bytes, struct: str) -> tuple[list[str], int]:
         from minijs.core import subjects as S
 
@@ -659,10 +707,12 @@ class JetStreamCluster:
                 if info is None:
                     continue
                 st = info.get("state", {})
+                sa = self.assignments.get((account, name))
+                copies = len(sa.peers) if sa is not None else 1  # every replica counts
                 if info.get("config", {}).get("storage") == "memory":
-                    memory += st.get("bytes", 0)
+                    memory += st.get("bytes", 0) * copies
                 else:
-                    storage += st.get("bytes", 0)
+                    storage += st.get("bytes", 0) * copies
                 consumers += st.get("consumer_count", 0)
             out["memory"], out["storage"] = memory, storage
             out["streams"], out["consumers"] = len(names), consumers
@@ -765,4 +815,5 @@ _META_HANDLERS: dict[str, Callable[..., Any]] = {
     "stream_delete_response": JetStreamCluster._stream_delete,
     "stream_names_response": JetStreamCluster._stream_names,
     "stream_list_response": JetStreamCluster._stream_list,
+    "stream_remove_peer_response": JetStreamCluster._stream_remove_peer,
 }
