@@ -68,7 +68,7 @@ Cluster (minijs only: N nodes in this process):
                                      port with -p -1); JetStream streams take num_replicas up
                                      to n (also MINIJS_CLUSTER_SIZE)
         --cluster_name <name>        The cluster's name (default: minijs)
-        --cluster_tags <json>        Each node's server_tags: {"n1": ["az:1"], ...}
+        --cluster_tags <json>        Each node's server_tags: {{"n1": ["az:1"], ...}}
 
 Common Options:
     -h, --help                       Show this message
