@@ -1073,30 +1073,48 @@ class _Mapper:
                   ) -> None:
         users = list(self.changes.get("users", ()))
         for e in entries:
-            name = password = None
+            name = password = nkey = None
             perms: Permissions | None = None
+            conn_types: tuple[str, ...] | None = None
+            last: Entry | None = None
             for sub in e.node.value.entries.values():
                 k = sub.key.lower()
+                last = sub
                 if k in ("user", "username"):
                     name = self.name_(sub)
                 elif k in ("pass", "password"):
                     password = self.name_(sub)
                 elif k in ("permission", "permissions", "authorization"):
                     perms = self.permissions(sub)
+                elif k == "nkey":
+                    nkey = self.name_(sub)
+                elif k in ("allowed_connection_types", "connection_types", "clients"):
+                    from minijs.auth.config import connection_types
+
+                    conn_types = connection_types(self, sub)
                 elif sub.used:
                     continue
-                elif k in ("nkey", "allowed_connection_types", "connection_types", "clients",
-                           "proxy_required"):
+                elif k == "proxy_required":
                     raise self.fail(sub, f'field "{sub.key}" in users is a nats-server setting '
                                          "that minijs does not support")
                 else:
                     raise self.fail(sub, f'unknown field "{sub.key}"')
+            if nkey is not None:
+                from minijs.auth.config import check_nkey_user
+
+                check_nkey_user(self, last or e.node, nkey, name, password)
+                if any(u.user == nkey for u in users):
+                    raise ConfigError(f'Duplicate nkey "{nkey}" detected', self.path,
+                                      e.node.line, 0)
+                users.append(User(nkey, "", perms if perms is not None else default, account,
+                                  nkey=True, connection_types=conn_types))
+                continue
             if not name:
                 raise self.fail(e.node, "User entry requires a user")
             if any(u.user == name for u in users):
                 raise self.fail(e.node, f'Duplicate user "{name}" detected')
             users.append(User(name, password or "", perms if perms is not None else default,
-                              account))
+                              account, connection_types=conn_types))
         self.changes["users"] = tuple(users)
 
     def permissions(self, e: Entry) -> Permissions:

@@ -47,7 +47,7 @@ def _plaintext_passwords(config: ServerConfig) -> bool:
     """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
     from minijs.core.connection import is_bcrypt
 
-    passwords = [u.password for u in config.users]
+    passwords = [u.password for u in config.users if not u.nkey]
     if config.password:
         passwords.append(config.password)
     return any(not is_bcrypt(p) for p in passwords)
@@ -106,6 +106,13 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if self.auth_nonce:  # nkey users or an operator: signatures need PyNaCl
+            from minijs.auth.nkeys import MissingCryptoError, require_crypto
+
+            try:
+                require_crypto()
+            except MissingCryptoError as exc:
+                raise StartupError(str(exc)) from None
         if _plaintext_passwords(config):
             log.warn("Plaintext passwords detected, use nkeys or bcrypt")
         if (config.jetstream and config.system_account

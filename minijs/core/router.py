@@ -82,7 +82,13 @@ class Router(InternalSubscriptions):
             self.account_sublists[name] = WatchedSublist()
         for sublist in self.account_sublists.values():
             services.install(self, sublist)
-        self._users = {u.user: u for u in config.users}
+        self._users = {u.user: u for u in config.users if not u.nkey}
+        #: nkey users by public key (minijs.auth): clients sign the INFO nonce.
+        self.nkey_users = {u.user: u for u in config.users if u.nkey}
+        #: Does INFO carry a nonce (nkey users or operator mode configured)?
+        self.auth_nonce = bool(self.nkey_users)
+        #: Operator mode (minijs.auth.operator.Operator) when an ``operator`` is configured.
+        self.operator: Any = None
         #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
         self.account_conn_limits: dict[str, Any] = dict(config.account_limits)
         self.connections: dict[int, Connection] = {}
@@ -209,6 +215,8 @@ class Router(InternalSubscriptions):
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
+            if conn.nonce and not connect_info:
+                fields["nonce"] = conn.nonce
         if self.jetstream_group is not None and getattr(config, "js_domain", ""):
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if connect_info:
