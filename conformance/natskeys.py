@@ -119,11 +119,15 @@ def user_jwt(user: Keys, issuer: Keys, *, name: str = "U", issuer_account: str =
              pub: dict[str, Any] | None = None, sub: dict[str, Any] | None = None,
              resp: dict[str, Any] | None = None, bearer: bool = False,
              connection_types: list[str] | None = None, exp: int = 0, nbf: int = 0,
-             limits: dict[str, Any] | None = None, iat: int | None = None) -> str:
-    nats: dict[str, Any] = {"pub": pub or {}, "sub": sub or {}}
+             limits: dict[str, Any] | None = None, iat: int | None = None,
+             scoped: bool = False) -> str:
+    """A user JWT; ``scoped``: with no permissions or limits at all (what a scoped signing
+    key's template fills in), as nsc writes such a user."""
+    nats: dict[str, Any] = {} if scoped else {"pub": pub or {}, "sub": sub or {}}
     if resp is not None:
         nats["resp"] = resp
-    nats.update({"subs": -1, "data": -1, "payload": -1, **(limits or {})})
+    if not scoped:
+        nats.update({"subs": -1, "data": -1, "payload": -1, **(limits or {})})
     if bearer:
         nats["bearer_token"] = True
     if connection_types:

@@ -592,6 +592,12 @@ class _Mapper:
             elif k in ("system_account", "system"):
                 c["system_account"] = self.name_(e)
                 self.system_entry = e
+            elif k in ("operator", "operators", "roots", "root", "root_operators",
+                       "root_operator", "resolver", "account_resolver", "accounts_resolver",
+                       "resolver_preload"):
+                from minijs.auth.config import operator_option
+
+                operator_option(self, k, e)
             elif k == "jetstream":
                 self.jetstream(e)
             elif k in ("store_dir", "storedir"):
@@ -1217,6 +1223,11 @@ class _Mapper:
     def check_auth(self) -> None:
         """Cross-checks nats-server makes once the whole file is read."""
         c = self.changes
+        if c.get("operator") or c.get("resolver") or c.get("resolver_preload"):
+            from minijs.auth.config import check_operator_mode
+
+            check_operator_mode(self)
+            return
         users = c.get("users", ())
         accounts = c.get("accounts", ())
         if users and (c.get("user") or c.get("token")):
@@ -1548,8 +1559,8 @@ _ACCOUNT_JS_KEYS = {
 _UNSUPPORTED: dict[str, set[str]] = {
     "": {
         "tls", "cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
-        "no_system_account", "no_sys_acc", "operator", "operators",
-        "trusted", "trusted_keys", "resolver", "resolver_preload", "resolver_tls",
+        "no_system_account", "no_sys_acc",
+        "trusted", "trusted_keys", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
         "syslog", "remote_syslog", "prof_port", "client_advertise",
         "max_traced_msg_len",

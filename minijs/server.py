@@ -113,6 +113,8 @@ class Server(Router):
                 require_crypto()
             except MissingCryptoError as exc:
                 raise StartupError(str(exc)) from None
+        if self.operator is not None:
+            self.operator.log_startup(log)
         if _plaintext_passwords(config):
             log.warn("Plaintext passwords detected, use nkeys or bcrypt")
         if (config.jetstream and config.system_account
@@ -126,6 +128,8 @@ class Server(Router):
             check_store_dir(config.store_dir)  # as nats-server: before the port is bound
         await self.listen()
         self.running = True
+        if self.operator is not None:
+            self.operator.start()  # the system account's claim updates
         if config.http_port is not None:
             from minijs.monitor import Monitor
 
@@ -223,6 +227,8 @@ class Server(Router):
         if self.monitor is not None:
             await self.monitor.stop()
             self.monitor = None
+        if self.operator is not None:
+            self.operator.stop()
         temp_dir = self._stop_jetstream(keep_files=keep_files, crash=crash)
         for conn in list(self.connections.values()):
             if crash:

@@ -492,7 +492,7 @@ class Connection(asyncio.Protocol):
             elif opts.get("user"):
                 who = f' - User {wire.quote(str(opts["user"]).encode())}'
             elif opts.get("jwt"):
-                who = f' - JWT User "{self.jwt_user}"'
+                who = ""  # nats-server names a JWT user only once it is authenticated
             elif opts.get("auth_token"):
                 who = ' - Token "[REDACTED]"'
             else:
