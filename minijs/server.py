@@ -77,6 +77,10 @@ class Server(Router):
         self._shared_temp_dir: str | None = None
         #: In lame duck mode (:meth:`lame_duck_mode`): no new clients, closing the others.
         self.lame_duck = False
+        #: Where :meth:`reload` reads the configuration again (the command sets both: the
+        #: config file, then its flags over it); None: only ``reload(config)`` works.
+        self.config_file: str | None = None
+        self.config_loader: Callable[[], ServerConfig] | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -411,6 +415,53 @@ class Server(Router):
             self.log.error(f"Error writing ports file ({path}): {exc}")
             return
         self._ports_file = path
+
+    def reload(self, config: ServerConfig | None = None) -> None:
+        """Reload the configuration as nats-server does on ``SIGHUP`` (see
+        :mod:`minijs.reload`): ``config``, else the config file again (``config_loader``, or
+        ``config_file``). Each change is applied and logged (``Reloaded: ...``, then
+        ``Reloaded server configuration``); live clients are checked against the new users
+        and permissions. A file that does not parse or an option that cannot be reloaded
+        raises :class:`minijs.reload.ReloadError` (logged as ``Failed to reload server
+        configuration: ...``) and changes nothing."""
+        from minijs.config import ConfigError
+        from minijs.reload import ReloadError, reload
+
+        try:
+            if config is None:
+                if self.config_loader is not None:
+                    config = self.config_loader()
+                elif self.config_file:
+                    from minijs.confparse import load_config
+
+                    config = load_config(self.config_file, ServerConfig())
+                else:
+                    raise ReloadError("can only reload config when a file is provided using "
+                                      "-c or --config")
+            lines = reload(self, config)
+        except (ReloadError, ConfigError) as exc:
+            self.log.error(f"Failed to reload server configuration: {exc}")
+            raise ReloadError(str(exc)) from None
+        for line in lines:
+            self.log.info(line)
+        digest = ""
+        if self.config_file:
+            from minijs.confparse import config_digest
+
+            try:
+                digest = f" ({config_digest(self.config_file)})"
+            except OSError:
+                pass
+        self.log.info(f"Reloaded server configuration{digest}")
+        self.flush_soon()
+
+    def reopen_log_file(self) -> None:
+        """``SIGUSR1``: reopen the log file (after a rotation moved it), as nats-server does."""
+        reopen = getattr(self.log, "reopen", None)
+        if reopen is not None and reopen():
+            self.log.info("File log re-opened")
+        else:
+            self.log.info("File log re-open ignored, not a file logger")
 
     # ----------------------------------------------------------------- test control
 
