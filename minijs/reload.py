@@ -74,9 +74,12 @@ def reload(server: Any, new: Any) -> list[str]:
         from minijs.auth.operator import expand
 
         new = expand(new, None)
-    # What a file reload cannot say: the port actually bound, and the in-process settings.
-    if new.port in (0, -1) or (old.port in (0, -1) and new.port == old.port):
+    # A port of 0 or -1 (any free port) means the one bound, as nats-server keeps it.
+    bound = server.port if old.port in (0, -1) else old.port
+    if new.port in (0, -1, bound):
         new = new.with_overrides(port=old.port)
+    elif old.port in (0, -1):
+        raise ReloadError(f"config reload not supported for Port: old={bound}, new={new.port}")
     changed = [f.name for f in fields(old) if getattr(old, f.name) != getattr(new, f.name)]
     plan: list[ReloadOption] = []
     for name in changed:
