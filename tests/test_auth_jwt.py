@@ -104,3 +104,30 @@ async def test_revocation_by_claims_update_in_process():
         await asyncio.sleep(0.05)
         assert await reader.readline() == b"-ERR 'User Authentication Revoked'\r\n"
         writer.close()
+
+
+def test_manage_commands_take_creds(tmp_path):
+    """``minijs pub --creds FILE`` logs in with a .creds file; a malformed one is refused
+    naming the file and what is missing."""
+    import subprocess
+
+    from minijs import ServerThread
+    from minijs.auth.issue import Operator
+
+    op = Operator()
+    acc = op.account("A")
+    user = acc.user("u")
+    good = user.write_creds(tmp_path)
+    bad = tmp_path / "bad.creds"
+    bad.write_text("-----BEGIN NATS USER JWT-----\nabc\n")
+    with ServerThread(**op.server_options()) as srv:
+        base = [sys.executable, "-m", "minijs", "pub", "x", "hi", "-s", srv.client_url]
+        ok = subprocess.run(base + ["--creds", good], capture_output=True, text=True,
+                            timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        refused = subprocess.run(base + ["--creds", str(bad)], capture_output=True, text=True,
+                                 timeout=60)
+        assert refused.returncode != 0
+        assert f"{bad}: a -----BEGIN block is never closed" in refused.stderr
+        anonymous = subprocess.run(base, capture_output=True, text=True, timeout=60)
+        assert "authorization violation" in anonymous.stderr
