@@ -36,7 +36,7 @@ class ReloadError(Exception):
 
 #: ``apply(server, old_config, new_config)`` returns the ``Reloaded: ...`` lines to log.
 Apply = Callable[[Any, Any, Any], list]
-#: ``check(server, old_value, new_value)`` returns a refusal, or None when it may reload.
+#: ``check(server, old_config, new_config)`` returns a refusal, or None when it may reload.
 Check = Callable[[Any, Any, Any], "str | None"]
 
 
@@ -90,7 +90,7 @@ def reload(server: Any, new: Any) -> list[str]:
                               f"new={_go_value(getattr(new, name))}")
         old_value, new_value = getattr(old, name), getattr(new, name)
         if option.check is not None:
-            refusal = option.check(server, old_value, new_value)
+            refusal = option.check(server, old, new)
             if refusal:
                 raise ReloadError(refusal)
         if option.apply is None:
@@ -168,12 +168,12 @@ def _apply_log_level(server: Any, old: Any, new: Any) -> list[str]:
 
 
 def _check_log_file(server: Any, old: Any, new: Any) -> str | None:
-    if new:
+    if new.log_file:
         try:
-            with open(new, "a", encoding="utf-8"):
+            with open(new.log_file, "a", encoding="utf-8"):
                 pass
         except OSError as exc:
-            return f"error opening log file {new}: {exc.strerror or exc}"
+            return f"error opening log file {new.log_file}: {exc.strerror or exc}"
     return None
 
 
@@ -225,16 +225,20 @@ def _apply_accounts_line(server: Any, old: Any, new: Any) -> list[str]:
     return ["Reloaded: accounts"]
 
 
-def _check_js_limit(server: Any, old: int, new: int) -> str | None:
-    if server.jetstream_group is None or old == new:
+def _check_js_limits(server: Any, old_config: Any, new_config: Any) -> str | None:
+    if server.jetstream_group is None:
         return None
-    if old == -1 and new != -1:
-        return "config reload not supported for jetstream dynamic max memory and store"
-    if new != -1 and new < old:
-        return "config reload not supported for decreasing jetstream max memory and store"
-    if new == -1:
-        return ("config reload of an unset jetstream max_memory_store/max_file_store is not "
-                "supported by minijs: restart the server to go back to the default")
+    for field in ("max_memory_store", "max_file_store"):
+        old, new = getattr(old_config, field), getattr(new_config, field)
+        if old == new:
+            continue
+        if old == -1:
+            return "config reload not supported for jetstream dynamic max memory and store"
+        if new != -1 and new < old:
+            return "config reload not supported for decreasing jetstream max memory and store"
+        if new == -1:
+            return ("config reload of an unset jetstream max_memory_store/max_file_store is "
+                    "not supported by minijs: restart the server to go back to the default")
     return None
 
 
@@ -256,19 +260,21 @@ def _apply_js_limits(server: Any, old: Any, new: Any) -> list[str]:
 
 
 def _check_store_dir(server: Any, old: Any, new: Any) -> str | None:
-    if server.jetstream_group is not None and new:
+    if server.jetstream_group is not None and new.store_dir:
         return "config reload not supported for jetstream storage directory"
     return None
 
 
-def _check_no_auth_user(server: Any, old: Any, new: Any) -> str | None:
-    if old and not new and not any(u.user == old for u in server.config.users):
-        return None  # nats-server allows dropping it together with its user ... and only then
+def _check_no_auth_user(server: Any, old_config: Any, new_config: Any) -> str | None:
+    old, new = old_config.no_auth_user, new_config.no_auth_user
+    if old and not new and not any(u.user == old for u in new_config.users):
+        return None  # nats-server lets it go only together with its user
     return f"config reload not supported for NoAuthUser: old={old or ''}, new={new or ''}"
 
 
-def _check_system_account(server: Any, old: Any, new: Any) -> str | None:
-    return f"config reload not supported for SystemAccount: old={old or ''}, new={new or ''}"
+def _check_system_account(server: Any, old_config: Any, new_config: Any) -> str | None:
+    return (f"config reload not supported for SystemAccount: "
+            f"old={old_config.system_account or ''}, new={new_config.system_account or ''}")
 
 
 _RESTART = "restart the server to change it"
@@ -314,8 +320,8 @@ def _defaults() -> None:
          "config reload of jetstream (enabling or disabling it) is not supported by minijs: "
          + _RESTART),
         ("js_strict", "NoJetStreamStrict", None, None, ""),
-        ("max_memory_store", "JetStreamMaxMemory", _apply_js_limits, None, ""),
-        ("max_file_store", "JetStreamMaxStore", _apply_js_limits, None, ""),
+        ("max_memory_store", "JetStreamMaxMemory", _apply_js_limits, _check_js_limits, ""),
+        ("max_file_store", "JetStreamMaxStore", _apply_js_limits, _check_js_limits, ""),
         ("js_domain", "JetStreamDomain", None, None, ""),
         ("js_extension_hint", "JetStreamExtHint", None, None, ""),
         ("js_unique_tag", "JetStreamUniqueTag", None, None, ""),
@@ -332,7 +338,7 @@ def _defaults() -> None:
         ("pid_file", "PidFile", _line("Reloaded: pid_file = {new.pid_file}"), None, ""),
         ("ports_file_dir", "PortsFileDir", None, None,
          "config reload of ports_file_dir is not supported by minijs: " + _RESTART),
-        ("log_file", "LogFile", _apply_log_file, None, ""),
+        ("log_file", "LogFile", _apply_log_file, _check_log_file, ""),
         ("write_deadline", "WriteDeadline", None, None, ""),
         ("lame_duck_duration", "LameDuckDuration", None, None, ""),
         ("lame_duck_grace_period", "LameDuckGracePeriod", None, None, ""),

@@ -84,3 +84,25 @@ async def test_options_register_their_own_reload():
         assert seen == [("x",)]
     finally:
         OPTIONS["tags"] = saved
+
+
+async def test_jetstream_limits_reload(tmp_path):
+    log = io.StringIO()
+    async with Server(port=0, jetstream=True, max_memory_store=1 << 20,
+                      max_file_store=1 << 20, store_dir=str(tmp_path),
+                      logger=Logger(log)) as server:
+        server.reload(server.config.with_overrides(max_memory_store=2 << 20))
+        assert server.jetstream_group.max_memory == 2 << 20
+        assert "Reloaded: JetStream max_mem_store = 2.00 MB" in log.getvalue()
+        with pytest.raises(ReloadError, match="decreasing jetstream max memory and store"):
+            server.reload(server.config.with_overrides(max_file_store=1 << 10))
+        assert server.config.max_file_store == 1 << 20
+
+
+async def test_no_auth_user_goes_only_with_its_user():
+    users = (User("a", "a"), User("b", "b"))
+    async with Server(port=0, users=users, no_auth_user="a") as server:
+        with pytest.raises(ReloadError, match="NoAuthUser: old=a, new="):
+            server.reload(server.config.with_overrides(no_auth_user=None))
+        server.reload(server.config.with_overrides(no_auth_user=None, users=users[1:]))
+        assert server.config.no_auth_user is None

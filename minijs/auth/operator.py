@@ -86,6 +86,16 @@ def expand(config: Any, log: Any = None) -> Any:
     from minijs.authconfig import AccountConnLimits
     from minijs.config import AccountLimits
 
+    # In process, one operator may be given alone, as a file, and the preload as a dict.
+    operators = (config.operator,) if isinstance(config.operator, str) else config.operator
+    preload = config.resolver_preload
+    if isinstance(preload, dict):
+        preload = tuple(preload.items())
+    try:
+        operators = tuple(read_operator(o) for o in operators)
+    except (ValueError, jwtlib.JwtError) as exc:
+        raise ConfigError(f"error parsing operator JWT: {exc}") from None
+    config = replace(config, operator=operators, resolver_preload=tuple(preload))
     trusted = trusted_keys(config.operator)
     accounts: list[str] = []
     conn_limits: list[tuple[str, Any]] = []
