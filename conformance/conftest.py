@@ -15,6 +15,13 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
+from conformance.cluster import (  # noqa: F401  (cluster fixtures, see cluster.py)
+    cjs,
+    cluster,
+    cluster_pool,
+    core_cluster,
+    make_cluster,
+)
 from conformance.helpers import NatsFactory, RawFactory, SpawnFn
 from conformance.jshelpers import JsClient, unique_name
 from conformance.rawclient import RawClient
