@@ -450,6 +450,8 @@ class InProcessCluster(Cluster):
     def __init__(self, size: int = 3, jetstream: bool = True, config: str = "",
                  tags: bool = False, cluster_name: str = CLUSTER_NAME,
                  extra_args: list[str] | None = None) -> None:
+        # With users configured the control plane answers only its control user: the harness
+        # connects anonymously, as the no_auth_user of the suite's configs.
         self.target = "minijs"
         self.jetstream = jetstream
         self.size = size
@@ -468,6 +470,10 @@ class InProcessCluster(Cluster):
             conf = root / "cluster.conf"
             conf.write_text(config)
             cmd += ["-c", str(conf)]
+            if "no_auth_user" in config:
+                no_auth = re.search(r"no_auth_user:\s*(\S+)", config)
+                assert no_auth is not None
+                cmd += ["--control_user", no_auth.group(1)]
         cmd += list(extra_args or [])
         self.server = start_process("minijs", cmd, cwd=self.dir.name, tempdir=self.dir,
                                     timeout=NODE_START_TIMEOUT)
@@ -595,7 +601,21 @@ SESSION_KINDS: dict[str, dict[str, Any]] = {
     "js": {"size": 3, "jetstream": True, "tags": True},
     # Core NATS over routes, 3 processes, no JetStream (both targets run processes).
     "core": {"size": 3, "jetstream": False, "processes": True},
+    # JetStream, 3 nodes, with a system account (user sys/sys) for the meta-level API;
+    # anonymous clients are the user app in the global account.
+    "sys": {"size": 3, "jetstream": True, "tags": True, "config": None},
 }
+
+#: Configuration of clusters with a system account: ``sys``/``sys`` is in the system account
+#: ``SYS``, everyone else is ``app`` in the global account (``no_auth_user``).
+SYSTEM_ACCOUNT_CONFIG = """authorization { users: [{user: app, password: app}] }
+accounts { SYS { users: [{user: sys, password: sys}] } }
+system_account: SYS
+no_auth_user: app
+"""
+SESSION_KINDS["sys"]["config"] = SYSTEM_ACCOUNT_CONFIG
+#: CONNECT options of the system account user.
+SYSTEM_USER = {"user": "sys", "pass": "sys"}
 
 
 class ClusterPool:
@@ -680,6 +700,16 @@ async def core_cluster(target: str, cluster_pool: ClusterPool) -> AsyncIterator[
     """The session's 3 server processes of this target joined by routes (no JetStream)."""
     _skip_url(target)
     c = cluster_pool.get(target, "core")
+    await c.settle()
+    yield c
+    await c.settle()
+
+
+@pytest.fixture
+async def sys_cluster(target: str, cluster_pool: ClusterPool) -> AsyncIterator[Cluster]:
+    """The session's 3-node JetStream cluster with a system account (:data:`SYSTEM_USER`)."""
+    _skip_url(target)
+    c = cluster_pool.get(target, "sys")
     await c.settle()
     yield c
     await c.settle()

@@ -21,6 +21,7 @@ from conformance.cluster import (  # noqa: F401  (cluster fixtures, see cluster.
     cluster_pool,
     core_cluster,
     make_cluster,
+    sys_cluster,
 )
 from conformance.helpers import NatsFactory, RawFactory, SpawnFn
 from conformance.jshelpers import JsClient, unique_name
