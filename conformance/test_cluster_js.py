@@ -642,3 +642,27 @@ async def test_cluster_server_remove(target: str, make_cluster: Any) -> None:
     finally:
         sys.close()
         app.close()
+
+
+async def test_cluster_five_nodes(target: str, make_cluster: Any) -> None:
+    """On five nodes an R5 stream has four other peers; the meta group counts five with a
+    quorum of three; R3 streams are placed on three of the five."""
+    cluster = make_cluster(size=5, jetstream=True)
+    await cluster.settle()
+    js = cluster.js(cluster.nodes[0].name)
+    try:
+        five, three = unique_name(), unique_name()
+        js.create(five, subjects=[five.lower()], num_replicas=5)
+        js.create(three, subjects=[three.lower()], num_replicas=3)
+        js.pub_ok(five.lower(), b"x")
+        info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{five}"))
+        check_cluster(info["cluster"], cluster, 5, current=True)
+        info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{three}"))
+        check_cluster(info["cluster"], cluster, 3, current=True)
+        out = js.create(unique_name(), check=False, subjects=["six"], num_replicas=6)
+        assert out["error"] == api_error(500, 10052, "maximum replicas is 5")
+        status, jsz = cluster.monitor(cluster.nodes[0].name, "/jsz")
+        assert (jsz["meta_cluster"]["cluster_size"], jsz["meta_cluster"]["quorum_needed"]) == (
+            5, 3)
+    finally:
+        js.close()
