@@ -27,6 +27,7 @@ conformance.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,7 @@ import pytest
 from conformance.cluster import Cluster, ClusterClients, node_tags
 from conformance.jshelpers import TYPE_PREFIX, JsClient, Msg, api_error, parse_msg, unique_name
 from conformance.rawclient import ConnectionClosed, RawClient
-from conformance.test_cluster_js import all_current, leader_of
+from conformance.test_cluster_js import all_current, leader_of, peer_id
 
 pytestmark = pytest.mark.conformance
 
@@ -380,6 +381,7 @@ async def test_cluster_crash_r1_stream_unavailable_until_node_returns(
     assert names["streams"] is not None and len(names["streams"]) == 1
     listed = leader_crash["list"].json()
     assert listed["missing"] == names["streams"]
+    assert list(listed) == ["type", "total", "offset", "limit", "streams", "missing"]
     assert listed["total"] == 1
     assert [st["config"]["name"] for st in listed["streams"]] == []
     ack = leader_crash["one_after"]
@@ -443,6 +445,7 @@ async def shutdown_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
         await cluster.wait_until(offline(f"CONSUMER.INFO.{s}.one"), timeout=30)
         if seen.values["one_consumer_leader"] == x else None)
     v["one_publish"] = publish_outcome(js, one.lower(), msg_id("one-during"))
+    v["list"] = js.api("STREAM.LIST", {"subject": one.lower()}, timeout=10.0)
     push.close()
     pulls.close()
 
@@ -488,7 +491,8 @@ async def test_cluster_shutdown_releases_waiting_pulls(target: str,
 async def test_cluster_shutdown_r1_assets_offline(target: str,
                                                   leader_shutdown: Observed) -> None:
     """The R1 stream and R1 consumer of a node that shut down answer 500 "offline" errors;
-    publishes to the stream get 503."""
+    publishes to the stream get 503; STREAM.LIST answers at once, listing the stream as
+    ``missing`` and with an entry built from its assignment."""
     assert leader_shutdown["one_info"] == {
         "type": TYPE_PREFIX + "stream_info_response",
         "error": api_error(500, 10118, "stream is offline"), "total": 0, "offset": 0,
@@ -498,6 +502,18 @@ async def test_cluster_shutdown_r1_assets_offline(target: str,
         assert ci == {"type": TYPE_PREFIX + "consumer_info_response",
                       "error": api_error(500, 10119, "consumer is offline")}
     assert leader_shutdown["one_publish"] == "503"
+    # Listed from its assignment: no state, no leader, its one peer offline.
+    listed = leader_shutdown["list"]
+    assert (listed["total"], listed["missing"]) == (1, [listed["streams"][0]["config"]["name"]])
+    assert list(listed)[-2:] == ["streams", "missing"]
+    entry = listed["streams"][0]
+    assert entry["state"]["messages"] == 0 and entry["state"]["last_seq"] == 0
+    ci = entry["cluster"]
+    assert list(ci) == ["name", "raft_group", "replicas"]
+    assert re.match(r"^S-R1F-[A-Za-z0-9]{8}$", ci["raft_group"])
+    assert ci["replicas"] == [{"name": leader_shutdown.names["x"], "current": False,
+                               "offline": True, "active": 0,
+                               "peer": peer_id(leader_shutdown.names["x"])}]
 
 
 # ---------------------------------------------------------------------- majority loss
