@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 
 from conformance.jshelpers import JsClient
-from conformance.rawclient import RawClient
+from conformance.rawclient import ConnectionClosed, RawClient
 from conformance.servers import (
     URL_TARGET,
     Endpoint,
@@ -128,6 +128,10 @@ class Cluster:
     """What every cluster target gives the cases. Subclasses implement the node operations."""
 
     wait_routes: bool = True
+    #: Real seconds a check waits for a reply that, if the server answers at all, comes at
+    #: once (longer on real clusters under load; short on the virtual clock, where a reply
+    #: that is not there yet needs the clock to move anyway).
+    reply_timeout: float = 1.0
 
     target: str
     name: str
@@ -261,8 +265,11 @@ class Cluster:
         return http_get(port, path)
 
     def js(self, name: str, **connect: Any) -> JsClient:
-        """A raw JetStream client connected to node ``name``."""
-        return JsClient.connect(self.node(name), **connect)
+        """A raw JetStream client connected to node ``name`` (``reply_timeout`` set to the
+        cluster's, for checks polled by ``wait_until``)."""
+        client = JsClient.connect(self.node(name), **connect)
+        client.reply_timeout = self.reply_timeout  # type: ignore[attr-defined]
+        return client
 
 
 # ---------------------------------------------------------------------- processes
@@ -446,6 +453,7 @@ class InProcessCluster(Cluster):
     driven over the control plane (see the cluster contract)."""
 
     virtual_clock = True
+    reply_timeout = 0.25
 
     def __init__(self, size: int = 3, jetstream: bool = True, config: str = "",
                  tags: bool = False, cluster_name: str = CLUSTER_NAME,
@@ -478,6 +486,7 @@ class InProcessCluster(Cluster):
         self.server = start_process("minijs", cmd, cwd=self.dir.name, tempdir=self.dir,
                                     timeout=NODE_START_TIMEOUT)
         self._control_client: JsClient | None = None
+        self._control_node = ""
         self.nodes = []
         self.name = cluster_name
         try:
@@ -503,18 +512,30 @@ class InProcessCluster(Cluster):
 
     def control(self, subject: str, body: Any = None, avoid: str | None = None) -> Any:
         """One control plane request (``$MINIJS.<subject>``) to a live node other than
-        ``avoid``; returns the decoded reply, raises ControlError on an error reply."""
-        client = self._control_client
-        if client is None or client.raw.closed or avoid is not None:
-            if client is not None:
-                client.close()
-            candidates = self.others(avoid) if avoid else self.up_nodes()
-            if not candidates:
-                raise AssertionError("no live node to send a control request to")
-            client = JsClient.connect(candidates[0])
-            self._control_client = client
-        reply = client.request(f"$MINIJS.{subject}", body if body is not None else {},
-                               timeout=10.0)
+        ``avoid``; returns the decoded reply, raises ControlError on an error reply. The
+        connection is kept while its node is up; a node that went away is replaced."""
+        for attempt in (1, 2):
+            client = self._control_client
+            usable = (client is not None and not client.raw.closed
+                      and self._control_node not in ("", avoid)
+                      and self.node(self._control_node).up)
+            if not usable:
+                if client is not None:
+                    client.close()
+                candidates = self.others(avoid) if avoid else self.up_nodes()
+                if not candidates:
+                    raise AssertionError("no live node to send a control request to")
+                client = JsClient.connect(candidates[0])
+                self._control_client, self._control_node = client, candidates[0].name
+            assert client is not None
+            try:
+                reply = client.request(f"$MINIJS.{subject}", body if body is not None else {},
+                                       timeout=10.0)
+                break
+            except (ConnectionClosed, OSError):
+                self._control_node = ""
+                if attempt == 2:
+                    raise
         out = reply.json() if reply.data else {}
         if reply.status or (isinstance(out, dict) and "error" in out):
             raise ControlError(f"$MINIJS.{subject} {body!r}: {reply.status or out['error']}")
@@ -537,7 +558,8 @@ class InProcessCluster(Cluster):
     async def restart(self, name: str, settle: bool = True) -> None:
         await self._node_op("RESTART", name, up=True)
         node = self.node(name)
-        info = await asyncio.to_thread(read_info, node.host, node.port)
+        info = await self.wait_until(lambda: read_info(node.host, node.port, timeout=1.0),
+                                     timeout=10, what=f"node {name} listening again")
         node.server_id = info["server_id"]
         if settle:
             await self.settle()
@@ -655,7 +677,7 @@ class ClusterClients:
 
     def __call__(self, name: str | None = None, **connect: Any) -> JsClient:
         node = self.cluster.node(name) if name else self.cluster.up_nodes()[0]
-        client = JsClient.connect(node, **connect)
+        client = self.cluster.js(node.name, **connect)
         self.clients.append(client)
         return client
 

@@ -73,6 +73,9 @@ def selected_targets(config: pytest.Config) -> list[str]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a minijs conformance case")
     config.addinivalue_line(
+        "markers", "cluster: a case on a cluster of the target (test_cluster_*.py; "
+        "select or skip them with -m cluster / -m 'not cluster')")
+    config.addinivalue_line(
         "markers", "needs_plain_server: the case needs a server without JetStream (skipped for "
         "a --url target, which is checked as it is)")
     report = ConformanceReport(config=config, targets=selected_targets(config))

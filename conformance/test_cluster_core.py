@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import signal
 import socket
 import time
 import uuid
@@ -31,7 +30,7 @@ from conformance.cluster import Cluster, Node, ProcessCluster, read_info
 from conformance.rawclient import RawClient, parse_info
 from conformance.servers import Endpoint
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
 
 def url_of(node: Node) -> str:

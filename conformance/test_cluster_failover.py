@@ -37,9 +37,9 @@ import pytest
 from conformance.cluster import Cluster, ClusterClients, node_tags
 from conformance.jshelpers import TYPE_PREFIX, JsClient, Msg, api_error, parse_msg, unique_name
 from conformance.rawclient import ConnectionClosed, RawClient
-from conformance.test_cluster_js import all_current, leader_of, peer_id
+from conformance.test_cluster_js import all_current, leader_of, peer_id, quick
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
 DUP_WINDOW = 60_000_000_000
 EXPIRES = 120_000_000_000
@@ -144,7 +144,7 @@ async def lead_on(cluster: Cluster, js: JsClient, info: str, stepdown: str, node
             return False
         if leader_of(js, info) == node:
             return True
-        js.api(stepdown, {"placement": {"preferred": node}}, timeout=1.0)
+        js.api(stepdown, {"placement": {"preferred": node}}, timeout=quick(js))
         await cluster.sleep(0.3)
         return False
     await cluster.wait_until(there, timeout=30, what=f"{info} led by {node}")
@@ -265,7 +265,7 @@ async def crash_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observed) 
     outcomes: list[Any] = []
 
     def published() -> Any:
-        out = publish_outcome(js, f"{p}.after", msg_id("after"), timeout=1.0)
+        out = publish_outcome(js, f"{p}.after", msg_id("after"), timeout=quick(js))
         outcomes.append(out)
         return out if isinstance(out, dict) else None
     v["after_ack"] = await cluster.wait_until(published, timeout=30, what="publish accepted")
@@ -301,7 +301,7 @@ async def crash_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observed) 
     await cluster.restart(x, settle=False)
 
     def one_back() -> Any:
-        out = publish_outcome(js, one.lower(), msg_id("one-after"), timeout=1.0)
+        out = publish_outcome(js, one.lower(), msg_id("one-after"), timeout=quick(js))
         return out if isinstance(out, dict) else None
     v["one_after"] = await cluster.wait_until(one_back, timeout=30, what="R1 stream back")
     await lead_on(cluster, js, f"STREAM.INFO.{s}", f"STREAM.LEADER.STEPDOWN.{s}", x)
@@ -416,7 +416,7 @@ async def shutdown_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
     outcomes: list[Any] = []
 
     def published() -> Any:
-        out = publish_outcome(js, f"{p}.after", msg_id("after"), timeout=1.0)
+        out = publish_outcome(js, f"{p}.after", msg_id("after"), timeout=quick(js))
         outcomes.append(out)
         return out if isinstance(out, dict) else None
     v["after_ack"] = await cluster.wait_until(published, timeout=30)
@@ -437,7 +437,7 @@ async def shutdown_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
 
     def offline(suffix: str) -> Any:
         def check() -> Any:
-            out = js.api(suffix, timeout=1.0)
+            out = js.api(suffix, timeout=quick(js))
             return out if "error" in out else None
         return check
     v["one_info"] = await cluster.wait_until(offline(f"STREAM.INFO.{one}"), timeout=30)
@@ -534,13 +534,13 @@ async def majority_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
     for name in others:
         await cluster.crash(name)
     v = seen.values
-    v["first_publish"] = publish_outcome(js, f"{p}.m", msg_id("lost"), timeout=1.0)
+    v["first_publish"] = publish_outcome(js, f"{p}.m", msg_id("lost"), timeout=quick(js))
     v["info_during"] = js.api(f"STREAM.INFO.{s}", timeout=2.0)
     v["account_at_once"] = poll(js, send(js, "$JS.API.INFO"), wait=0.5)
 
     def unavailable(suffix: str, body: Any = None) -> Any:
         def check() -> Any:  # a new request each time: one sent earlier gets no reply at all
-            out = js.api(suffix, body, timeout=1.0)
+            out = js.api(suffix, body, timeout=quick(js))
             return out if out.get("error", {}).get("err_code") == 10008 else None
         return check
     v["account"] = await cluster.wait_until(unavailable("INFO"), timeout=30,
@@ -550,7 +550,7 @@ async def majority_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
         timeout=30, what="stream create 10008")
 
     def stepped_down() -> Any:
-        out = publish_outcome(js, f"{p}.m", msg_id("lost"), timeout=1.0)
+        out = publish_outcome(js, f"{p}.m", msg_id("lost"), timeout=quick(js))
         return out if out == "503" else None
     v["later_publish"] = await cluster.wait_until(stepped_down, timeout=40,
                                                   what="publish gets 503")
@@ -560,7 +560,7 @@ async def majority_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
     await cluster.settle(timeout=60)
 
     def writable() -> Any:
-        out = publish_outcome(js, f"{p}.m", msg_id("back"), timeout=1.0)
+        out = publish_outcome(js, f"{p}.m", msg_id("back"), timeout=quick(js))
         return out if isinstance(out, dict) else None
     v["back"] = await cluster.wait_until(writable, timeout=30)
     v["state"] = js.state(s)
@@ -631,7 +631,7 @@ async def meta_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observed) -
     def created() -> Any:
         name = unique_name()
         out = js.api(f"STREAM.CREATE.{name}", {"name": name, "subjects": [name.lower()]},
-                     timeout=1.0)
+                     timeout=quick(js))
         if "error" in out:
             return None
         js.created.append(name)

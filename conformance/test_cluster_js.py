@@ -22,7 +22,7 @@ import pytest
 from conformance.cluster import SYSTEM_USER, Cluster, ClusterClients
 from conformance.jshelpers import TIMESTAMP, TYPE_PREFIX, JsClient, api_error, unique_name
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
 _DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -72,11 +72,16 @@ def check_cluster(ci: dict[str, Any], cluster: Cluster, replicas: int, kind: str
     return str(leader)
 
 
+def quick(js: JsClient) -> float:
+    """How long a polled check waits for a reply (the cluster's ``reply_timeout``)."""
+    return float(getattr(js, "reply_timeout", 1.0))
+
+
 def all_current(js: JsClient, suffix: str) -> dict[str, Any] | None:
     """The info reply of ``suffix`` (STREAM.INFO.X, CONSUMER.INFO.X.Y) once it has a leader,
     every replica is current and no change of peers is under way (no ``desired``), else
     None."""
-    out = js.api(suffix, timeout=1.0)
+    out = js.api(suffix, timeout=quick(js))
     ci = out.get("cluster", {})
     if "error" in out or not ci.get("leader") or "desired" in ci:
         return None
@@ -86,7 +91,7 @@ def all_current(js: JsClient, suffix: str) -> dict[str, Any] | None:
 
 
 def leader_of(js: JsClient, suffix: str) -> str | None:
-    out = js.api(suffix, timeout=1.0)
+    out = js.api(suffix, timeout=quick(js))
     return out.get("cluster", {}).get("leader")
 
 
@@ -388,7 +393,7 @@ async def test_cluster_stream_moves_by_placement_update(target: str, cluster: Cl
 
     def stored() -> int | None:  # the moved stream takes publishes again (503 until then)
         ack = js.publish(subj, b"after", headers=b"NATS/1.0\r\nNats-Msg-Id: after\r\n\r\n",
-                         timeout=1.0)
+                         timeout=quick(js))
         return None if ack.status else int(ack.json()["seq"])
     assert await cluster.wait_until(stored) == 4
 
