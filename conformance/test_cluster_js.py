@@ -152,7 +152,7 @@ async def test_cluster_memory_stream_raft_group(target: str, cluster: Cluster,
     (5, 400, 10005, "no suitable peers for placement"),
     (6, 500, 10052, "maximum replicas is 5"),
     (-1, 400, 10133, "replicas count cannot be negative"),
-])
+], ids=["R4", "R5", "R6", "R-1"])
 async def test_cluster_stream_replicas_out_of_range(target: str, cluster: Cluster,
                                                     cjs: ClusterClients, replicas: int,
                                                     code: int, err_code: int,
