@@ -607,12 +607,19 @@ class InProcessCluster(Cluster):
 def start_cluster(target: str, size: int = 3, jetstream: bool = True, config: str = "",
                   tags: bool = False, processes: bool = False, **kwargs: Any) -> Cluster:
     """A cluster of ``target``: for minijs with JetStream the in-process cluster (unless
-    ``processes``), otherwise ``size`` processes joined by routes."""
+    ``processes``), otherwise ``size`` processes joined by routes. The ports of a process
+    cluster are chosen free before the start; if another program takes one meanwhile (the
+    node reports the address in use) the cluster is started again on fresh ports."""
     if target == "minijs" and jetstream and not processes:
         return InProcessCluster(size=size, jetstream=True, config=config, tags=tags, **kwargs)
-    return ProcessCluster(target, size=size, jetstream=jetstream, config=config, tags=tags,
-                          **kwargs)
-
+    for attempt in range(3):
+        try:
+            return ProcessCluster(target, size=size, jetstream=jetstream, config=config,
+                                  tags=tags, **kwargs)
+        except RuntimeError as exc:
+            if "address already in use" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 # ---------------------------------------------------------------------- fixtures
