@@ -37,7 +37,7 @@ import pytest
 from conformance.cluster import Cluster, ClusterClients, node_tags
 from conformance.jshelpers import TYPE_PREFIX, JsClient, Msg, api_error, parse_msg, unique_name
 from conformance.rawclient import ConnectionClosed, RawClient
-from conformance.test_cluster_js import all_current, leader_of, peer_id, quick
+from conformance.test_cluster_js import all_current, leader_of, peer_id, quick, stored
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
@@ -230,8 +230,8 @@ async def prepare_leader(cluster: Cluster, cjs: ClusterClients, seen: Observed) 
     push.visible_from(cluster, *cluster.names)
     pulls.visible_from(cluster, *cluster.names)
     for i in range(5):
-        js.pub_ok(f"{p}.m", b"m%d" % i, headers=msg_id(f"id{i}"))
-    js.pub_ok(one.lower(), b"kept", headers=msg_id("kept"))
+        await stored(cluster, js, f"{p}.m", b"m%d" % i, msg_id(f"id{i}"))
+    await stored(cluster, js, one.lower(), b"kept", msg_id("kept"))
     ack_all(js, push, 5)
     for cname in ("pull", "pull3", "one"):
         js.send(f"$JS.API.CONSUMER.MSG.NEXT.{s}.{cname}", {"batch": 5},
@@ -529,7 +529,7 @@ async def majority_scenario(cluster: Cluster, cjs: ClusterClients, seen: Observe
     js.create(s, subjects=[f"{p}.>"], num_replicas=3)
     await lead_on(cluster, js, f"STREAM.INFO.{s}", f"STREAM.LEADER.STEPDOWN.{s}", survivor)
     for i in range(4):
-        js.pub_ok(f"{p}.m", b"m%d" % i, headers=msg_id(f"id{i}"))
+        await stored(cluster, js, f"{p}.m", b"m%d" % i, msg_id(f"id{i}"))
     await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{s}"))
     for name in others:
         await cluster.crash(name)

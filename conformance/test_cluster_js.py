@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from typing import Any
 
 import pytest
 
 from conformance.cluster import SYSTEM_USER, Cluster, ClusterClients
-from conformance.jshelpers import TIMESTAMP, TYPE_PREFIX, JsClient, api_error, unique_name
+from conformance.jshelpers import (
+    TIMESTAMP,
+    TYPE_PREFIX,
+    JsClient,
+    api_error,
+    file_bytes,
+    unique_name,
+)
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
@@ -90,6 +98,29 @@ def all_current(js: JsClient, suffix: str) -> dict[str, Any] | None:
     return out
 
 
+async def stored(cluster: Cluster, js: JsClient, subject: str, data: bytes = b"",
+                 headers: bytes | None = None) -> int:
+    """Publish until the stream acknowledges; returns the sequence. A stream's subjects are
+    subscribed on its leader's node only, and until that interest has crossed the routes
+    (after a create, a stepdown, a move) a publish from another node gets the 503
+    no-responders status. Retries carry one ``Nats-Msg-Id``, so nothing is stored twice."""
+    if headers is None:
+        headers = f"NATS/1.0\r\nNats-Msg-Id: {uuid.uuid4().hex}\r\n\r\n".encode()
+
+    def attempt() -> int | None:
+        try:
+            m = js.publish(subject, data, headers, timeout=quick(js))
+        except TimeoutError:
+            return None
+        if m.status:
+            return None
+        ack = m.json()
+        assert "error" not in ack, ack
+        return int(ack["seq"])
+    return int(await cluster.wait_until(attempt, timeout=30,
+                                        what=f"publish to {subject} acknowledged"))
+
+
 def leader_of(js: JsClient, suffix: str) -> str | None:
     out = js.api(suffix, timeout=quick(js))
     return out.get("cluster", {}).get("leader")
@@ -125,7 +156,7 @@ async def test_cluster_stream_cluster_object(target: str, cluster: Cluster, cjs:
     assert list(out) == ["type", "config", "created", "state", "cluster", "ts", "did_create"]
     assert out["config"]["num_replicas"] == replicas
     check_cluster(out["cluster"], cluster, replicas)
-    js.pub_ok(name.lower(), b"x")
+    await stored(cluster, js, name.lower(), b"x")
     info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{name}"))
     assert list(info) == ["type", "total", "offset", "limit", "config", "created", "state",
                           "cluster", "ts"]
@@ -259,9 +290,10 @@ async def test_cluster_account_info_counts_every_replica(target: str, cluster: C
     names = [unique_name() for _ in range(2)]
     js.create(names[0], subjects=[names[0].lower()], num_replicas=1)
     js.create(names[1], subjects=[names[1].lower()], num_replicas=3)
+    header = b"NATS/1.0\r\nNats-Msg-Id: one\r\n\r\n"
     for n in names:
-        js.pub_ok(n.lower(), b"0123456789")
-    size = 30 + len(names[0]) + 10  # file store size of one message
+        await stored(cluster, js, n.lower(), b"0123456789", header)
+    size = file_bytes(names[0].lower(), b"0123456789", header)  # one message, file store
 
     async def counted() -> dict[str, Any] | None:
         info = js.account_info()
@@ -337,7 +369,7 @@ async def test_cluster_stream_scale_up_and_down(target: str, cluster: Cluster,
     subj = name.lower()
     js.create(name, subjects=[subj], num_replicas=1)
     for i in range(5):
-        js.pub_ok(subj, b"m%d" % i)
+        await stored(cluster, js, subj, b"m%d" % i)
     for before, replicas in ((1, 3), (3, 1)):
         out = js.update(name, subjects=[subj], num_replicas=replicas)
         assert "error" not in out, out
@@ -375,7 +407,7 @@ async def test_cluster_stream_moves_by_placement_update(target: str, cluster: Cl
     subj = name.lower()
     js.create(name, subjects=[subj], placement={"tags": ["az:2"]})
     for i in range(3):
-        js.pub_ok(subj, b"m%d" % i)
+        await stored(cluster, js, subj, b"m%d" % i)
     out = js.update(name, subjects=[subj], placement={"tags": ["az:3"]})
     assert "error" not in out, out
     target_node = node_name(cluster, 3)
@@ -391,11 +423,7 @@ async def test_cluster_stream_moves_by_placement_update(target: str, cluster: Cl
     check_cluster(info["cluster"], cluster, 1)
     assert info["state"]["messages"] == 3
 
-    def stored() -> int | None:  # the moved stream takes publishes again (503 until then)
-        ack = js.publish(subj, b"after", headers=b"NATS/1.0\r\nNats-Msg-Id: after\r\n\r\n",
-                         timeout=quick(js))
-        return None if ack.status else int(ack.json()["seq"])
-    assert await cluster.wait_until(stored) == 4
+    assert await stored(cluster, js, subj, b"after") == 4  # 503 until the move is known
 
 
 # ---------------------------------------------------------------------- stepdown
@@ -419,7 +447,7 @@ async def test_cluster_stream_leader_stepdown(target: str, cluster: Cluster,
     name = unique_name()
     subj = name.lower()
     js.create(name, subjects=[subj], num_replicas=3)
-    js.pub_ok(subj, b"one")
+    await stored(cluster, js, subj, b"one")
     info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{name}"))
     old = info["cluster"]["leader"]
     assert js.api(f"STREAM.LEADER.STEPDOWN.{name}") == stepdown_ok("stream")
@@ -437,7 +465,7 @@ async def test_cluster_stream_leader_stepdown(target: str, cluster: Cluster,
     assert out == stepdown_ok("stream")
     await cluster.wait_until(
         lambda: leader_of(js, f"STREAM.INFO.{name}") == node_name(cluster, tagged))
-    assert js.pub_ok(subj, b"two") == 2
+    assert await stored(cluster, js, subj, b"two") == 2
 
 
 async def test_cluster_stream_leader_stepdown_refused(target: str, cluster: Cluster,
@@ -569,7 +597,7 @@ async def test_cluster_stream_peer_remove(target: str, cluster: Cluster,
     two = unique_name()
     js.create(two, subjects=[two.lower()], num_replicas=2)
     for i in range(3):
-        js.pub_ok(two.lower(), b"m%d" % i)
+        await stored(cluster, js, two.lower(), b"m%d" % i)
     info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{two}"))
     leader = info["cluster"]["leader"]
     follower = info["cluster"]["replicas"][0]["name"]
@@ -659,7 +687,7 @@ async def test_cluster_five_nodes(target: str, make_cluster: Any) -> None:
         five, three = unique_name(), unique_name()
         js.create(five, subjects=[five.lower()], num_replicas=5)
         js.create(three, subjects=[three.lower()], num_replicas=3)
-        js.pub_ok(five.lower(), b"x")
+        await stored(cluster, js, five.lower(), b"x")
         info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{five}"))
         check_cluster(info["cluster"], cluster, 5, current=True)
         info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{three}"))
