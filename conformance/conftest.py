@@ -15,6 +15,14 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
+from conformance.cluster import (  # noqa: F401  (cluster fixtures, see cluster.py)
+    cjs,
+    cluster,
+    cluster_pool,
+    core_cluster,
+    make_cluster,
+    sys_cluster,
+)
 from conformance.helpers import NatsFactory, RawFactory, SpawnFn
 from conformance.jshelpers import JsClient, unique_name
 from conformance.rawclient import RawClient
@@ -64,6 +72,9 @@ def selected_targets(config: pytest.Config) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "conformance: a minijs conformance case")
+    config.addinivalue_line(
+        "markers", "cluster: a case on a cluster of the target (test_cluster_*.py; "
+        "select or skip them with -m cluster / -m 'not cluster')")
     config.addinivalue_line(
         "markers", "needs_plain_server: the case needs a server without JetStream (skipped for "
         "a --url target, which is checked as it is)")

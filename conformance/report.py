@@ -149,6 +149,7 @@ class ConformanceReport:
             "cases": [
                 {
                     "case": case,
+                    "area": area(case),
                     "results": {
                         t: {
                             "outcome": grid[case][t].outcome,
@@ -177,8 +178,11 @@ class ConformanceReport:
             "|---|" + "---|" * len(targets),
         ]
         for case, row in grid.items():
+            if area(case) == "cluster":
+                continue  # their own section below
             cells = [symbol[row[t].outcome] if t in row else "—" for t in targets]
             lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
+        lines += cluster_section(grid, targets, symbol)
         lines += ["", "## By area", ""]
         lines += ["| area | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
         for area_name, counts in self.by_area().items():
@@ -208,8 +212,35 @@ class ConformanceReport:
 # ---------------------------------------------------------------------- helpers
 
 
+def cluster_section(grid: dict[str, dict[str, CaseResult]], targets: list[str],
+                    symbol: dict[str, str]) -> list[str]:
+    """The cluster cases (a cluster of each target: nats-server processes joined by routes,
+    minijs's in-process cluster; core NATS over routes on both), with each one's time."""
+    rows = {case: row for case, row in grid.items() if area(case) == "cluster"}
+    if not rows:
+        return []
+    lines = ["", "## Cluster", "",
+             "Cases run on a 3-node cluster of each target (nats-server: processes joined by "
+             "routes, waiting in real time; minijs: `--cluster_size` on the virtual clock), "
+             "with the time each took.", "",
+             "| case | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+    totals = dict.fromkeys(targets, 0.0)
+    for case, row in rows.items():
+        cells = []
+        for t in targets:
+            if t not in row:
+                cells.append("—")
+                continue
+            totals[t] += row[t].duration
+            cells.append(f"{symbol[row[t].outcome]} ({row[t].duration:.1f} s)")
+        lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
+    lines.append("| time | " + " | ".join(f"{totals[t]:.1f} s" for t in targets) + " |")
+    return lines
+
+
 #: Report areas, by the case's module name prefix (first match wins; "core" catches the rest).
 AREAS: list[tuple[str, tuple[str, ...]]] = [
+    ("cluster", ("test_cluster",)),
     ("KV", ("test_kv",)),
     ("object store", ("test_objstore",)),
     ("mirrors and sources", ("test_js_mirror",)),

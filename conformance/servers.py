@@ -135,13 +135,25 @@ def spawn_server(
     if jetstream:
         cmd += ["-js", "-sd", str(Path(tempdir.name) / "jetstream")]
     cmd += list(args or [])
+    return start_process(target, cmd, cwd=tempdir.name, tempdir=tempdir)
 
+
+def start_process(
+    target: str,
+    cmd: list[str],
+    cwd: str,
+    tempdir: tempfile.TemporaryDirectory[str] | None = None,
+    timeout: float = START_TIMEOUT,
+) -> ServerProcess:
+    """Run ``cmd`` (a server command line) in ``cwd`` and wait until it has logged its client
+    listener and ``Server is ready``. ``tempdir`` (if given) is removed when the server is
+    stopped. Raises RuntimeError with the captured stderr when the server does not come up."""
     proc = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        cwd=tempdir.name,
+        cwd=cwd,
     )
     server = ServerProcess(target=target, host="", port=0, proc=proc, tempdir=tempdir)
     _LIVE[id(server)] = server
@@ -162,7 +174,7 @@ def spawn_server(
         ready.set()  # EOF: wake the waiter, which then sees the process died
 
     threading.Thread(target=drain, name=f"{target}-stderr", daemon=True).start()
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + timeout
     while not ready.wait(0.05):
         if time.monotonic() > deadline:
             break
@@ -170,7 +182,7 @@ def spawn_server(
         code = proc.poll()
         server.stop()
         why = (f"exited with code {code} before becoming ready" if code is not None
-               else f"did not log 'Server is ready' within {START_TIMEOUT:.0f}s")
+               else f"did not log 'Server is ready' within {timeout:.0f}s")
         raise RuntimeError(f"{target} {why} (command {' '.join(cmd)!r}); stderr:\n{server.log}")
     host = found["host"]
     server.host = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host

@@ -46,12 +46,18 @@ class Permissions:
 
 @dataclass(frozen=True)
 class User:
-    """One entry of ``users = [...]`` (in ``authorization`` or in an account)."""
+    """One entry of ``users = [...]`` (in ``authorization`` or in an account).
+
+    An nkey user (``nkey``) is named by its public key (``U...``) in ``user`` and has no
+    password: it proves itself by signing the INFO nonce."""
 
     user: str
     password: str = ""  # plain text, or a bcrypt hash ("$2a$...")
     permissions: Permissions | None = None
     account: str = _GLOBAL_ACCOUNT
+    nkey: bool = False
+    #: ``allowed_connection_types`` (upper case: STANDARD, WEBSOCKET, ...); None: any.
+    connection_types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any
 
 PROG = "minijs"
 
@@ -69,6 +69,9 @@ Cluster (minijs only: N nodes in this process):
                                      to n (also MINIJS_CLUSTER_SIZE)
         --cluster_name <name>        The cluster's name (default: minijs)
         --cluster_tags <json>        Each node's server_tags: {{"n1": ["az:1"], ...}}
+Signal Options:
+    -sl, --signal <signal>[=<pid>]   Send signal to a minijs process (ldm, stop, quit, term,
+                                     reopen, reload); <pid> may be a pid file (-P)
 
 Common Options:
     -h, --help                       Show this message
@@ -131,13 +134,14 @@ _flag(("loop",), "loop", "str")
 _flag(("cluster_size",), "cluster_size", "int")
 _flag(("cluster_name",), "cluster_name", "str")
 _flag(("cluster_tags",), "cluster_tags", "str")
+_flag(("sl", "signal"), "signal", "str")
 _flag(("h", "help"), "help", "bool")
 _flag(("v", "version"), "version", "bool")
 
 #: nats-server flags minijs does not implement: refused with a clear message. The kind says
 #: whether the flag would consume a value, so the message names the right thing.
 _UNSUPPORTED: dict[str, str] = {
-    "ms": "int", "https_port": "int", "sl": "str", "signal": "str",
+    "ms": "int", "https_port": "int",
     "client_advertise": "str", "logtime_utc": "bool",
     "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
     "log_size_limit": "str", "max_traced_msg_len": "int", "tls": "bool", "tlscert": "str",
@@ -351,6 +355,15 @@ def main(argv: list[str] | None = None) -> int:
     if given.get("version"):
         print(version_line())
         return 0
+    if given.get("signal"):  # as nats-server: before the config file is read
+        from minijs.signals import SignalError, process_signal
+
+        try:
+            process_signal(given["signal"])
+        except SignalError as exc:
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 1
+        return 0
     from minijs.config import ConfigError
 
     try:
@@ -371,37 +384,37 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: configuration file {path} is valid ({config_digest(path)})",
               file=sys.stderr)
         return 0
-    log_stream: TextIO | None = None
+    from minijs.log import Logger
+
+    logger = Logger(debug=config.debug, trace=config.trace)
     if config.log_file:
         try:
-            log_stream = open(config.log_file, "a", encoding="utf-8")
+            logger.use_file(config.log_file)  # the logger owns it: SIGUSR1 reopens it
         except OSError as exc:
             print(f"{PROG}: error opening log file {config.log_file}: {exc.strerror}",
                   file=sys.stderr)
             return 1
     try:
-        return _run(config, log_stream, clock, loop)
+        return _run(config, logger, clock, loop, given)
     finally:
-        if log_stream is not None:
-            log_stream.close()
+        logger.use_file(None)
 
 
-def _run(config: Any, log_stream: TextIO | None, clock: str = "wall",
-         loop: str = "asyncio") -> int:
+def _run(config: Any, logger: Any, clock: str = "wall", loop: str = "asyncio",
+         given: dict[str, Any] | None = None) -> int:
     import asyncio
 
     from minijs.eventloop import loop_factory
-    from minijs.log import Logger
 
-    logger = Logger(log_stream, debug=config.debug, trace=config.trace)
     try:
         with asyncio.Runner(loop_factory=loop_factory(loop)) as runner:
-            return runner.run(_serve(config, logger, clock))
+            return runner.run(_serve(config, logger, clock, given))
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         return 130
 
 
-async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
+async def _serve(config: Any, logger: Any, clock: str = "wall",
+                 given: dict[str, Any] | None = None) -> int:
     """Start, write the pid file, wait for SIGTERM/SIGINT, stop gracefully."""
     import asyncio
     import signal
@@ -409,6 +422,9 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
     from minijs.server import Server
 
     server = Server(config, logger=logger, clock=clock)
+    if given is not None and given.get("config"):  # SIGHUP reloads the file, flags over it
+        server.config_file = given["config"]
+        server.config_loader = lambda: build_config(given)
     loop = asyncio.get_running_loop()
     stop_requested = asyncio.Event()
     main_task = asyncio.current_task()
@@ -433,10 +449,25 @@ async def _serve(config: Any, logger: Any, clock: str = "wall") -> int:
         if server.running and not server.lame_duck:
             lame_duck.append(asyncio.ensure_future(lame_duck_then_stop()))
 
+    def on_reload_signal() -> None:
+        logger.info('Trapped "hangup" signal')
+        from minijs.reload import ReloadError
+
+        try:
+            server.reload()
+        except ReloadError:
+            pass  # logged by reload(); the server goes on with the configuration it had
+
+    def on_reopen_signal() -> None:
+        logger.info('Trapped "user defined signal 1" signal')
+        server.reopen_log_file()
+
     installed: list[int] = []
     for signum, handler, args in ((signal.SIGTERM, on_signal, ("terminated",)),
                                   (signal.SIGINT, on_signal, ("interrupt",)),
-                                  (signal.SIGUSR2, on_lame_duck_signal, ())):
+                                  (signal.SIGUSR2, on_lame_duck_signal, ()),
+                                  (signal.SIGHUP, on_reload_signal, ()),
+                                  (signal.SIGUSR1, on_reopen_signal, ())):
         try:
             loop.add_signal_handler(signum, handler, *args)
             installed.append(signum)

@@ -178,6 +178,11 @@ class ServerConfig:
     imports: tuple[Import, ...] = ()
     mappings: tuple[Mapping, ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes
+    #: Operator mode (minijs.auth.operator): the trusted operators' JWTs, the account
+    #: resolver (``MEMORY``) and its preloaded account JWTs as (public key, JWT).
+    operator: tuple[str, ...] = ()
+    resolver: str = ""
+    resolver_preload: tuple[tuple[str, str], ...] = ()
     system_account: str | None = None
     auth_timeout: float = 2.0
     max_payload: int = 1024 * 1024
@@ -214,7 +219,7 @@ class ServerConfig:
 
     @property
     def auth_required(self) -> bool:
-        return bool(self.token or self.user or self.users)
+        return bool(self.token or self.user or self.users or self.operator)
 
     def with_overrides(self, **overrides: Any) -> "ServerConfig":
         """A copy with keyword overrides; unknown names are a TypeError, not silently kept."""

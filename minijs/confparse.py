@@ -592,6 +592,12 @@ class _Mapper:
             elif k in ("system_account", "system"):
                 c["system_account"] = self.name_(e)
                 self.system_entry = e
+            elif k in ("operator", "operators", "roots", "root", "root_operators",
+                       "root_operator", "resolver", "account_resolver", "accounts_resolver",
+                       "resolver_preload"):
+                from minijs.auth.config import operator_option
+
+                operator_option(self, k, e)
             elif k == "jetstream":
                 self.jetstream(e)
             elif k in ("store_dir", "storedir"):
@@ -1073,30 +1079,48 @@ class _Mapper:
                   ) -> None:
         users = list(self.changes.get("users", ()))
         for e in entries:
-            name = password = None
+            name = password = nkey = None
             perms: Permissions | None = None
+            conn_types: tuple[str, ...] | None = None
+            last: Entry | None = None
             for sub in e.node.value.entries.values():
                 k = sub.key.lower()
+                last = sub
                 if k in ("user", "username"):
                     name = self.name_(sub)
                 elif k in ("pass", "password"):
                     password = self.name_(sub)
                 elif k in ("permission", "permissions", "authorization"):
                     perms = self.permissions(sub)
+                elif k == "nkey":
+                    nkey = self.name_(sub)
+                elif k in ("allowed_connection_types", "connection_types", "clients"):
+                    from minijs.auth.config import connection_types
+
+                    conn_types = connection_types(self, sub)
                 elif sub.used:
                     continue
-                elif k in ("nkey", "allowed_connection_types", "connection_types", "clients",
-                           "proxy_required"):
+                elif k == "proxy_required":
                     raise self.fail(sub, f'field "{sub.key}" in users is a nats-server setting '
                                          "that minijs does not support")
                 else:
                     raise self.fail(sub, f'unknown field "{sub.key}"')
+            if nkey is not None:
+                from minijs.auth.config import check_nkey_user
+
+                check_nkey_user(self, last or e.node, nkey, name, password)
+                if any(u.user == nkey for u in users):
+                    raise ConfigError(f'Duplicate nkey "{nkey}" detected', self.path,
+                                      e.node.line, 0)
+                users.append(User(nkey, "", perms if perms is not None else default, account,
+                                  nkey=True, connection_types=conn_types))
+                continue
             if not name:
                 raise self.fail(e.node, "User entry requires a user")
             if any(u.user == name for u in users):
                 raise self.fail(e.node, f'Duplicate user "{name}" detected')
             users.append(User(name, password or "", perms if perms is not None else default,
-                              account))
+                              account, connection_types=conn_types))
         self.changes["users"] = tuple(users)
 
     def permissions(self, e: Entry) -> Permissions:
@@ -1199,6 +1223,11 @@ class _Mapper:
     def check_auth(self) -> None:
         """Cross-checks nats-server makes once the whole file is read."""
         c = self.changes
+        if c.get("operator") or c.get("resolver") or c.get("resolver_preload"):
+            from minijs.auth.config import check_operator_mode
+
+            check_operator_mode(self)
+            return
         users = c.get("users", ())
         accounts = c.get("accounts", ())
         if users and (c.get("user") or c.get("token")):
@@ -1530,8 +1559,8 @@ _ACCOUNT_JS_KEYS = {
 _UNSUPPORTED: dict[str, set[str]] = {
     "": {
         "tls", "cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
-        "no_system_account", "no_sys_acc", "operator", "operators",
-        "trusted", "trusted_keys", "resolver", "resolver_preload", "resolver_tls",
+        "no_system_account", "no_sys_acc",
+        "trusted", "trusted_keys", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
         "syslog", "remote_syslog", "prof_port", "client_advertise",
         "max_traced_msg_len",

@@ -42,6 +42,25 @@ class Logger:
         except (ValueError, OSError):  # closed stream at interpreter exit
             pass
 
+    #: The log file this logger opened itself (:meth:`use_file`), reopened on SIGUSR1.
+    path: str | None = None
+
+    def use_file(self, path: str | None) -> None:
+        """Write to the file ``path`` (appending; None: stderr), closing a file this logger
+        opened before. Raises OSError when it cannot be opened (nothing changes then)."""
+        stream = open(path, "a", encoding="utf-8") if path else None
+        old, owned = self.stream, self.path is not None
+        self.stream, self.path = stream, path
+        if owned and old is not None:
+            old.close()
+
+    def reopen(self) -> bool:
+        """Reopen the log file (after a rotation moved it away): False without one."""
+        if self.path is None:
+            return False
+        self.use_file(self.path)
+        return True
+
     def info(self, text: str) -> None:
         self._write("INF", text)
 

@@ -47,7 +47,7 @@ def _plaintext_passwords(config: ServerConfig) -> bool:
     """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
     from minijs.core.connection import is_bcrypt
 
-    passwords = [u.password for u in config.users]
+    passwords = [u.password for u in config.users if not u.nkey]
     if config.password:
         passwords.append(config.password)
     return any(not is_bcrypt(p) for p in passwords)
@@ -115,6 +115,10 @@ class Server(Router):
         self.lame_duck = False
         #: A cluster node's share of the cluster's JetStream (None otherwise).
         self.jetstream_cluster: Any = None
+        #: Where :meth:`reload` reads the configuration again (the command sets both: the
+        #: config file, then its flags over it); None: only ``reload(config)`` works.
+        self.config_file: str | None = None
+        self.config_loader: Callable[[], ServerConfig] | None = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -144,6 +148,15 @@ class Server(Router):
         log.info(f"  Git:      [{GIT_COMMIT}]")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
+        if self.auth_nonce:  # nkey users or an operator: signatures need PyNaCl
+            from minijs.auth.nkeys import MissingCryptoError, require_crypto
+
+            try:
+                require_crypto()
+            except MissingCryptoError as exc:
+                raise StartupError(str(exc)) from None
+        if self.operator is not None:
+            self.operator.log_startup(log)
         if _plaintext_passwords(config):
             log.warn("Plaintext passwords detected, use nkeys or bcrypt")
         if (config.jetstream and config.system_account
@@ -159,6 +172,8 @@ class Server(Router):
         self.running = True
         if self.membership is not None:
             self.membership.attached(self)
+        if self.operator is not None:
+            self.operator.start()  # the system account's claim updates
         if config.http_port is not None:
             from minijs.monitor import Monitor
 
@@ -279,6 +294,8 @@ class Server(Router):
         if self.monitor is not None:
             await self.monitor.stop()
             self.monitor = None
+        if self.operator is not None:
+            self.operator.stop()
         temp_dir = self._stop_jetstream(keep_files=keep_files, crash=crash)
         for conn in list(self.connections.values()):
             if crash:
@@ -479,6 +496,53 @@ class Server(Router):
             self.log.error(f"Error writing ports file ({path}): {exc}")
             return
         self._ports_file = path
+
+    def reload(self, config: ServerConfig | None = None) -> None:
+        """Reload the configuration as nats-server does on ``SIGHUP`` (see
+        :mod:`minijs.reload`): ``config``, else the config file again (``config_loader``, or
+        ``config_file``). Each change is applied and logged (``Reloaded: ...``, then
+        ``Reloaded server configuration``); live clients are checked against the new users
+        and permissions. A file that does not parse or an option that cannot be reloaded
+        raises :class:`minijs.reload.ReloadError` (logged as ``Failed to reload server
+        configuration: ...``) and changes nothing."""
+        from minijs.config import ConfigError
+        from minijs.reload import ReloadError, reload
+
+        try:
+            if config is None:
+                if self.config_loader is not None:
+                    config = self.config_loader()
+                elif self.config_file:
+                    from minijs.confparse import load_config
+
+                    config = load_config(self.config_file, ServerConfig())
+                else:
+                    raise ReloadError("can only reload config when a file is provided using "
+                                      "-c or --config")
+            lines = reload(self, config)
+        except (ReloadError, ConfigError) as exc:
+            self.log.error(f"Failed to reload server configuration: {exc}")
+            raise ReloadError(str(exc)) from None
+        for line in lines:
+            self.log.info(line)
+        digest = ""
+        if self.config_file:
+            from minijs.confparse import config_digest
+
+            try:
+                digest = f" ({config_digest(self.config_file)})"
+            except OSError:
+                pass
+        self.log.info(f"Reloaded server configuration{digest}")
+        self.flush_soon()
+
+    def reopen_log_file(self) -> None:
+        """``SIGUSR1``: reopen the log file (after a rotation moved it), as nats-server does."""
+        reopen = getattr(self.log, "reopen", None)
+        if reopen is not None and reopen():
+            self.log.info("File log re-opened")
+        else:
+            self.log.info("File log re-open ignored, not a file logger")
 
     # ----------------------------------------------------------------- test control
 

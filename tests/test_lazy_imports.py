@@ -19,7 +19,8 @@ DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers", "
             "minijs.jetstream.consumers.consumer", "minijs.jetstream.config.stream", "minijs.jetstream.errors",
             "minijs.jetstream.mirrors", "minijs.jetstream.store.memory",
             "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",
-            "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers")
+            "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers", "minijs.auth",
+            "nacl", "nkeys")
 
 
 def _run(code: str) -> str:

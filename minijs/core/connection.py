@@ -134,6 +134,16 @@ class Connection(asyncio.Protocol):
         # Who the client authenticated as: its account (and that account's subscription
         # index) and its permissions (None: everything allowed; the hot path tests only this).
         self.user: str | None = None
+        #: How the user authenticated, as nats-server labels it in log lines (``user:NAME``,
+        #: ``nkey:KEY``, ``jwt:KEY``); set with :attr:`user`.
+        self.user_label = ""
+        #: The subject of the user JWT this client presented (its public key), once known.
+        self.jwt_user = ""
+        #: The INFO nonce an nkey or JWT user signs (empty when none is asked for).
+        self.nonce = ""
+        #: nats-server's connection type (``allowed_connection_types``); a listener that is
+        #: not the plain client port (WebSocket) sets its own.
+        self.connection_type = "STANDARD"
         self.account = GLOBAL_ACCOUNT
         self.sublist = server.sublist
         #: The account's subject mappings (minijs.core.imports.Mappings), None without any.
@@ -201,6 +211,10 @@ class Connection(asyncio.Protocol):
                 pass
         transport.set_write_buffer_limits(high=server.config.max_pending // 4 or 65536)
         self.cid = server.register(self)
+        if server.auth_nonce:
+            from minijs.auth.nkeys import new_nonce
+
+            self.nonce = new_nonce()
         self.send(wire.info(server.info_fields(self)))
         if len(server.connections) > server.config.max_connections:
             self.fail(ERR_MAX_CONNECTIONS)
@@ -476,8 +490,12 @@ class Connection(asyncio.Protocol):
         self.version = opts.get("version", "")
         if not self._authenticate(opts):
             # nats-server's authViolation log line.
-            if opts.get("user"):
+            if opts.get("nkey"):
+                who = f' - Nkey {wire.quote(str(opts["nkey"]).encode())}'
+            elif opts.get("user"):
                 who = f' - User {wire.quote(str(opts["user"]).encode())}'
+            elif opts.get("jwt"):
+                who = ""  # nats-server names a JWT user only once it is authenticated
             elif opts.get("auth_token"):
                 who = ' - Token "[REDACTED]"'
             else:
@@ -511,12 +529,22 @@ class Connection(asyncio.Protocol):
     def _authenticate(self, opts: dict[str, Any]) -> bool:
         if opts.get("account") or opts.get("new_account"):
             return False
-        config = self.server.config
+        server = self.server
+        if server.operator is not None:  # operator mode: a user JWT (minijs.auth.operator)
+            return server.operator.authenticate(self, opts)
+        if server.nkey_users:  # nkey users (minijs.auth.users); None: not an nkey client
+            from minijs.auth.users import authenticate_nkey
+
+            verdict = authenticate_nkey(self, opts)
+            if verdict is not None:
+                return verdict
+        config = server.config
         if config.token:
             return opts.get("auth_token") == config.token
         if config.user:
             if opts.get("user") == config.user and opts.get("pass") == config.password:
                 self.user = config.user
+                self.user_label = f"user:{config.user}"
                 return True
             return False
         if config.users:
@@ -529,6 +557,9 @@ class Connection(asyncio.Protocol):
                 password = user.password if user is not None else ""
             user = self.server.find_user(name) if name else None
             if user is None or not check_password(user.password, password):
+                return False
+            if (user.connection_types is not None
+                    and self.connection_type not in user.connection_types):
                 return False
             self._login(user)
         return True
@@ -545,6 +576,7 @@ class Connection(asyncio.Protocol):
     def _login(self, user: Any) -> None:
         """Become ``user``: its account's subscription index, limits and permissions."""
         self.user = user.user
+        self.user_label = f"nkey:{user.user}" if user.nkey else f"user:{user.user}"
         if user.account != self.account:
             self.account = user.account
             self.sublist = self.server.account_sublist(user.account)
@@ -571,7 +603,7 @@ class Connection(asyncio.Protocol):
         """A permissions violation: ``-ERR`` to the client (which stays connected) and the
         error logged with the client's account and user, as nats-server logs it."""
         self.send(wire.err(error))
-        who = f'"{self.account}/user:{self.user}" - ' if self.user else ""
+        who = f'"{self.account}/{self.user_label}" - ' if self.user else ""
         self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - {who}{log}")
 
     def _publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
@@ -681,7 +713,7 @@ class Connection(asyncio.Protocol):
             return
         limit = self.max_subscriptions
         if limit and len(self.subs) >= limit:
-            who = f'"{self.account}/user:{self.user}" - ' if self.user else ""
+            who = f'"{self.account}/{self.user_label}" - ' if self.user else ""
             self.server.log.error(f"{self.host}:{self.port} - cid:{self.cid} - {who}"
                                   f"{ERR_MAX_SUBSCRIPTIONS}")
             self.send(wire.err(ERR_MAX_SUBSCRIPTIONS))

@@ -68,6 +68,10 @@ class Router(InternalSubscriptions):
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
+        if config.operator:  # operator mode: its accounts come from JWTs (minijs.auth)
+            from minijs.auth.operator import expand
+
+            config = expand(config, logger)
         self.config = config
         self.clock: Clock = clock or WallClock()
         self.log: Logger = logger or NULL_LOGGER
@@ -85,7 +89,18 @@ class Router(InternalSubscriptions):
             self.account_sublists[name] = WatchedSublist(name)
         for sublist in self.account_sublists.values():
             services.install(self, sublist)
-        self._users = {u.user: u for u in config.users}
+        self._users = {u.user: u for u in config.users if not u.nkey}
+        #: nkey users by public key (minijs.auth): clients sign the INFO nonce.
+        self.nkey_users = {u.user: u for u in config.users if u.nkey}
+        #: Does INFO carry a nonce (nkey users or operator mode configured)?
+        self.auth_nonce = bool(self.nkey_users)
+        #: Operator mode (minijs.auth.operator.Operator) when an ``operator`` is configured.
+        self.operator: Any = None
+        if config.operator:
+            from minijs.auth.operator import Operator
+
+            self.operator = Operator(self)
+            self.auth_nonce = True
         #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
         self.account_conn_limits: dict[str, Any] = dict(config.account_limits)
         self.connections: dict[int, Connection] = {}
@@ -175,6 +190,8 @@ class Router(InternalSubscriptions):
 
     def unregister(self, conn: Connection) -> None:
         self.connections.pop(conn.cid, None)
+        if self.operator is not None:
+            self.operator.forget(conn)
 
     def find_user(self, name: str) -> Any:
         """The configured user called ``name`` (a :class:`~minijs.authconfig.User`), or None."""
@@ -216,6 +233,8 @@ class Router(InternalSubscriptions):
             fields["client_id"] = conn.cid
             if conn.host:
                 fields["client_ip"] = conn.host
+            if conn.nonce and not connect_info:
+                fields["nonce"] = conn.nonce
         routes = self.routes
         if routes is not None:
             fields["cluster"] = routes.cluster_name
@@ -226,6 +245,9 @@ class Router(InternalSubscriptions):
         if connect_info:
             fields["connect_info"] = True
             fields["remote_account"] = conn.account if conn is not None else GLOBAL_ACCOUNT
+            if conn is not None and config.system_account and conn.account == \
+                    config.system_account:
+                fields["acc_is_sys"] = True
         fields["api_lvl"] = API_LEVEL
         fields["xkey"] = self.xkey
         return fields

@@ -49,6 +49,8 @@ def connection_options() -> argparse.ArgumentParser:
                    help=f"NATS server URL (default: $NATS_URL or {DEFAULT_URL})")
     g.add_argument("--user", default=None, help="username")
     g.add_argument("--password", default=None, help="password")
+    g.add_argument("--creds", default=None, metavar="FILE",
+                   help="user credentials (.creds) file, for operator mode")
     g.add_argument("--timeout", default="5s", metavar="DURATION",
                    help="how long to wait for replies and messages (default: 5s)")
     g.add_argument("--json", "-j", action="store_true", help="print JSON instead of tables")
@@ -78,6 +80,18 @@ async def connect(args: argparse.Namespace) -> Any:
         kwargs["user"] = args.user
     if args.password is not None:
         kwargs["password"] = args.password
+    if getattr(args, "creds", None):
+        from minijs.auth.jwt import CredsError, parse_creds
+
+        try:
+            with open(args.creds, encoding="utf-8") as f:
+                parse_creds(f.read(), args.creds)
+        except OSError as exc:
+            raise CommandError(f"cannot read --creds {args.creds}: "
+                               f"{exc.strerror or exc}") from None
+        except CredsError as exc:
+            raise CommandError(f"--creds {exc}") from None
+        kwargs["user_credentials"] = args.creds
     last: list[BaseException] = []
 
     async def on_error(exc: BaseException) -> None:
@@ -91,7 +105,7 @@ async def connect(args: argparse.Namespace) -> Any:
         detail = f" ({why})" if str(why) else ""
         if "authorization" in str(why).lower():
             raise CommandError(f"cannot connect to {url}: authorization violation; pass the "
-                               "right --user/--password") from None
+                               "right --user/--password or --creds") from None
         raise CommandError(f"cannot connect to {url}{detail}: is a server running there? Start "
                            "one with 'minijs -js' or point at yours with -s/--server URL or "
                            "NATS_URL") from None
@@ -99,7 +113,7 @@ async def connect(args: argparse.Namespace) -> Any:
         text = str(exc) or type(exc).__name__
         if "authorization" in text.lower():
             raise CommandError(f"cannot connect to {url}: authorization violation; pass the "
-                               "right --user/--password") from None
+                               "right --user/--password or --creds") from None
         raise CommandError(f"cannot connect to {url}: {text}") from None
 
 
