@@ -69,6 +69,7 @@ Cluster (minijs only: N nodes in this process):
                                      to n (also MINIJS_CLUSTER_SIZE)
         --cluster_name <name>        The cluster's name (default: minijs)
         --cluster_tags <json>        Each node's server_tags: {{"n1": ["az:1"], ...}}
+
 Signal Options:
     -sl, --signal <signal>[=<pid>]   Send signal to a minijs process (ldm, stop, quit, term,
                                      reopen, reload); <pid> may be a pid file (-P)
