@@ -81,6 +81,8 @@ class Server(Router):
         #: config file, then its flags over it); None: only ``reload(config)`` works.
         self.config_file: str | None = None
         self.config_loader: Callable[[], ServerConfig] | None = None
+        #: The websocket listener (minijs.core.websocket.WebsocketListener) when configured.
+        self.websocket: Any = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -130,7 +132,17 @@ class Server(Router):
             from minijs.jetstream.storedir import check_store_dir
 
             check_store_dir(config.store_dir)  # as nats-server: before the port is bound
-        await self.listen()
+        if config.websocket is not None and config.websocket.port:
+            await self._start_websocket()  # first, as nats-server: its line comes first
+        if config.tls is not None:
+            from minijs.tlsconfig import TlsConfigError
+
+            try:
+                await self.listen()
+            except TlsConfigError as exc:  # files that changed since the config was read
+                raise StartupError(str(exc)) from None
+        else:
+            await self.listen()
         self.running = True
         if self.operator is not None:
             self.operator.start()  # the system account's claim updates
@@ -147,6 +159,8 @@ class Server(Router):
             self.control_plane = ControlPlane(self)
             self.control_plane.start()
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
+        if config.tls is not None:
+            _log_tls(log, config)
         if config.ports_file_dir:
             self._write_ports_file(config.ports_file_dir)
         log.info("Server is ready")
@@ -225,6 +239,8 @@ class Server(Router):
                 self.log.error(f"Error cleaning up ports file {self._ports_file}: {exc}")
             self._ports_file = None
         self.stop_listening()
+        if self.websocket is not None:
+            self.websocket.stop()
         if self.control_plane is not None:
             self.control_plane.stop()
             self.control_plane = None
@@ -241,6 +257,9 @@ class Server(Router):
                 conn.flush()
                 conn.close()
         await self.listener_closed()
+        if self.websocket is not None:
+            await self.websocket.closed()
+            self.websocket = None
         unbind = getattr(self.clock, "unbind", None)
         if unbind is not None:
             unbind()
@@ -248,6 +267,25 @@ class Server(Router):
         await asyncio.sleep(0)
         self.log.info("Server Exiting..")
         return temp_dir
+
+    async def _start_websocket(self) -> None:
+        """Bind the ``websocket { }`` listener (``wsproto`` is loaded only now)."""
+        try:
+            from minijs.core.websocket import WebsocketListener, WebsocketListenError
+        except ImportError as exc:
+            raise StartupError(f"websocket {{ }} needs the wsproto package ({exc.name} is "
+                               "missing): pip install 'minijs[websocket]'") from None
+        listener = WebsocketListener(self, self.config.websocket)
+        try:
+            await listener.start()
+        except WebsocketListenError as exc:
+            raise StartupError(str(exc)) from None
+        self.websocket = listener
+
+    @property
+    def websocket_url(self) -> str | None:
+        """``ws://host:port`` (``wss://`` with TLS) of the websocket listener, or None."""
+        return self.websocket.url if self.websocket is not None else None
 
     def _start_jetstream(self, temp_dir: str | None = None) -> None:
         """Attach the JetStream engine (recovering file streams) and serve its API.
@@ -554,6 +592,18 @@ def _check_account_jetstream_limits(config: ServerConfig) -> None:
     except ApiError as exc:
         raise StartupError("Can't start JetStream: Error enabling jetstream on configured "
                            f"accounts: {exc.description} ({exc.err_code})") from None
+
+
+def _log_tls(log: Logger, config: ServerConfig) -> None:
+    """nats-server's lines about TLS for client connections."""
+    tls = config.tls
+    first_only = tls.handshake_first and not tls.fallback_delay
+    if config.allow_non_tls and not first_only:
+        log.info("TLS available for client connections")
+    else:
+        log.info("TLS required for client connections")
+    if first_only:
+        log.warn('Clients that are not using "TLS Handshake First" option will fail to connect')
 
 
 def _snapshots() -> Any:

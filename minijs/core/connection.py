@@ -170,6 +170,12 @@ class Connection(asyncio.Protocol):
         self.host = ""
         self.port = 0
         self.start_time = 0.0
+        #: The TLS session (minijs.core.tls.TlsSession) once a TLS layer below this
+        #: connection finished its handshake; None for plain text.
+        self.tls: Any = None
+        #: The websocket session (minijs.core.websocket.WebsocketSession) of a client of the
+        #: websocket listener; None for a NATS client.
+        self.websocket: Any = None
         # Output side.
         self._out: list[bytes] = []
         self._out_size = 0
@@ -216,9 +222,11 @@ class Connection(asyncio.Protocol):
         if len(server.connections) > server.config.max_connections:
             self.fail(ERR_MAX_CONNECTIONS)
             return
-        if server.config.auth_required:
-            self._auth_timer = REAL_CLOCK.call_later(server.config.auth_timeout,
-                                                     self._auth_expired)
+        required, timeout = server.config.auth_required, server.config.auth_timeout
+        if self.websocket is not None:  # the websocket block's own authentication
+            required, timeout = self.websocket.auth_settings(required, timeout)
+        if required:
+            self._auth_timer = REAL_CLOCK.call_later(timeout, self._auth_expired)
         self._schedule_ping(first=True)
         server.log.debug(f"{self.host}:{self.port} - cid:{self.cid} - Client connection created")
 
@@ -369,8 +377,15 @@ class Connection(asyncio.Protocol):
 
     # ----------------------------------------------------------------- keep-alive and auth
 
+    def _ping_interval(self) -> float:
+        """``ping_interval``: the server's, or the websocket block's for its clients."""
+        ws = self.websocket
+        if ws is not None and ws.options.ping_interval > 0:
+            return ws.options.ping_interval
+        return self.server.config.ping_interval
+
     def _schedule_ping(self, first: bool = False) -> None:
-        interval = self.server.config.ping_interval
+        interval = self._ping_interval()
         if first:
             # nats-server sends its first PING early: min(interval, 2 s) plus up to 20 %.
             delay = min(interval, 2.0)
@@ -386,7 +401,7 @@ class Connection(asyncio.Protocol):
         now = REAL_CLOCK.monotonic()
         config = self.server.config
         need_rtt = self.rtt == 0.0 or now - self.rtt_start > RTT_REFRESH
-        if now - self.last_in > config.ping_interval or need_rtt:
+        if now - self.last_in > self._ping_interval() or need_rtt:
             if self.pings_out + 1 > config.ping_max:
                 self.server.log.debug(f"cid:{self.cid} - Stale Client Connection - Closing")
                 self.fail(ERR_STALE)
@@ -485,6 +500,8 @@ class Connection(asyncio.Protocol):
         self.name = opts.get("name", "")
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
+        if self.websocket is not None:  # credentials a browser sent as cookies
+            self.websocket.fill_connect(opts)
         if not self._authenticate(opts):
             # nats-server's authViolation log line.
             if opts.get("nkey"):
@@ -536,6 +553,10 @@ class Connection(asyncio.Protocol):
             if verdict is not None:
                 return verdict
         config = server.config
+        if self.websocket is not None or (config.tls is not None and config.tls.map_users):
+            from minijs.core import listenerauth  # websocket and certificate-mapped users
+
+            return listenerauth.authenticate(self, opts)
         if config.token:
             return opts.get("auth_token") == config.token
         if config.user:

@@ -116,6 +116,8 @@ class Router(InternalSubscriptions):
         self.has_interest = self.sublist.has_interest
         self._next_cid = FIRST_CLIENT_ID
         self._listener: asyncio.base_events.Server | None = None
+        #: The client listener's TLS (minijs.core.tls.ClientTls) when TLS is configured.
+        self.client_tls: Any = None
         self._dirty: list[Connection] = []
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,9 +149,13 @@ class Router(InternalSubscriptions):
         config = self.config
         self._loop = asyncio.get_running_loop()
         port = config.port if config.port > 0 else 0
+        factory: Callable[[], asyncio.Protocol] = lambda: Connection(self)
+        if config.tls is not None:
+            from minijs.core.tls import secure_factory  # only a TLS server loads ssl
+
+            factory = secure_factory(self, factory)
         self._listener = await self._loop.create_server(
-            lambda: Connection(self), host=config.host, port=port, reuse_address=True,
-            backlog=1024)
+            factory, host=config.host, port=port, reuse_address=True, backlog=1024)
         self.port = self._listener.sockets[0].getsockname()[1]
         bind = getattr(self.clock, "bind", None)
         if bind is not None:
@@ -214,9 +220,16 @@ class Router(InternalSubscriptions):
             "port": self.port,
             "headers": True,
         }
-        if config.auth_required and (connect_info or not config.no_auth_user):
+        websocket = conn.websocket if conn is not None else None
+        if websocket is not None:  # the websocket listener's host, port, auth and TLS
+            websocket.info_fields(fields, config.auth_required)
+        elif config.auth_required and (connect_info or not config.no_auth_user):
             # With a no_auth_user, nats-server announces auth only once a client is in.
             fields["auth_required"] = True
+        if config.tls is not None and websocket is None:
+            from minijs.core.tls import info_flags
+
+            fields.update(info_flags(config, conn))
         # After CONNECT, the client's own limit (its account's, when smaller).
         fields["max_payload"] = (conn.parser.max_payload if connect_info and conn is not None
                                  else config.max_payload)
