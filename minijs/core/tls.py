@@ -147,6 +147,9 @@ def _load_pair(ctx: ssl.SSLContext, cert_file: str, key_file: str) -> None:
 
 
 def _go_open_error(path: str, exc: OSError) -> str:
+    """Go's os.ReadFile error for ``path``."""
+    if isinstance(exc, IsADirectoryError):
+        return f"read {path}: is a directory"
     reason = (exc.strerror or str(exc))
     return f"open {path}: {reason[:1].lower()}{reason[1:]}"
 
