@@ -261,12 +261,17 @@ class WebsocketLayer(asyncio.Protocol):
         self._cancel_timer()
         trailing, _ = http.trailing_data
         try:
-            if trailing:
-                raise HandshakeRefused(400, "client sent data before handshake is complete")
             response = self._upgrade(event)
+            if trailing:
+                # Go's HTTP server has handed the socket over by now: no response is possible
+                raise HandshakeRefused(0, "client sent data before handshake is complete")
         except HandshakeRefused as exc:
             self.log.error(f"{self._peer} - websocket handshake error: {exc.reason}")
-            self._refuse(exc.status)
+            if exc.status:
+                self._refuse(exc.status)
+            else:
+                self._closing = True
+                self.lower.close()
             return
         self.lower.write(response)
         extensions = []
@@ -445,6 +450,7 @@ class WebsocketLayer(asyncio.Protocol):
             elif event.code == 1007 and "close" not in (event.reason or "").lower():
                 reason = event.reason or "invalid utf8 body in close frame"
             self._send_close(event.code, reason)
+            self.log.error(f"{self._peer} - wid:{upper.cid} - read error: {reason}")
         elif not self._close_sent and frames.state == ConnectionState.REMOTE_CLOSING:
             self._close_sent = True
             self.lower.write(frames.send(event.response()) if event.code != 1005
