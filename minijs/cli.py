@@ -522,6 +522,8 @@ def _start_error(config: Any, exc: OSError) -> str:
     host = config.host
     port = config.port if config.port > 0 else 0
     hp = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if host.startswith("["):  # "-a [::1]": Go cannot split "[[::1]]:port"
+        return f'Error listening on port: {hp}, "listen tcp: address {hp}: missing port in address"'
     return f'Error listening on port: {hp}, "listen tcp {hp}: bind: {reason}"'
 
 

@@ -205,6 +205,8 @@ class Connection(asyncio.Protocol):
         self.last_in = REAL_CLOCK.monotonic()
         peer = transport.get_extra_info("peername") or ("", 0)
         self.host, self.port = peer[0], peer[1]
+        if self.host.startswith("::ffff:") and "." in self.host:
+            self.host = self.host[7:]  # IPv4 on a dual-stack listener, as Go reports it
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:

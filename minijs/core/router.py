@@ -154,8 +154,12 @@ class Router(InternalSubscriptions):
             from minijs.core.tls import secure_factory  # only a TLS server loads ssl
 
             factory = secure_factory(self, factory)
-        self._listener = await self._loop.create_server(
-            factory, host=config.host, port=port, reuse_address=True, backlog=1024)
+        sock = dual_stack_socket(config.host, port)
+        if sock is not None:
+            self._listener = await self._loop.create_server(factory, sock=sock, backlog=1024)
+        else:
+            self._listener = await self._loop.create_server(
+                factory, host=config.host, port=port, reuse_address=True, backlog=1024)
         self.port = self._listener.sockets[0].getsockname()[1]
         bind = getattr(self.clock, "bind", None)
         if bind is not None:
@@ -541,6 +545,26 @@ class Router(InternalSubscriptions):
             if sub.conn is origin and not sub.closed:
                 origin.deliver(sub, reply, None, wire.no_responders_header(subject), b"")
                 return
+
+
+def dual_stack_socket(host: str, port: int) -> Any:
+    """A listening socket for every address, IPv6 and IPv4 alike, when ``host`` is a wildcard
+    (``0.0.0.0``, ``::`` or empty): what Go's ``net.Listen("tcp", ...)`` makes for
+    nats-server, so ``[::1]`` reaches a server started without ``-a``. None for any other
+    host, or where the system has no dual-stack IPv6 (the caller binds as usual)."""
+    import socket
+
+    if host not in ("0.0.0.0", "::", "") or not socket.has_dualstack_ipv6():
+        return None
+    try:
+        sock = socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True,
+                                    backlog=1024)
+    except OSError as exc:  # asyncio's wording, which the start-up error line unwraps
+        raise OSError(exc.errno, f"error while attempting to bind on address "
+                                 f"{(host, port)!r}: {(exc.strerror or str(exc)).lower()}"
+                      ) from None
+    sock.setblocking(False)
+    return sock
 
 
 class WatchedSublist(Sublist):

@@ -537,10 +537,17 @@ class WebsocketListener:
             self.tls = ClientTls(options.tls)
         loop = asyncio.get_running_loop()
         port = options.port if options.port > 0 else 0
+        from minijs.core.router import dual_stack_socket
+
         try:
-            self._server = await loop.create_server(self._protocol, host=options.host or None,
-                                                    port=port, reuse_address=True,
-                                                    backlog=1024)
+            sock = dual_stack_socket(options.host, port)
+            if sock is not None:
+                self._server = await loop.create_server(self._protocol, sock=sock,
+                                                        backlog=1024)
+            else:
+                self._server = await loop.create_server(self._protocol, host=options.host,
+                                                        port=port, reuse_address=True,
+                                                        backlog=1024)
         except OSError as exc:
             reason = exc.strerror or str(exc)
             if "): " in reason:
