@@ -1,6 +1,7 @@
 """Certificates the TLS and websocket cases make for themselves, with ``trustme``: one CA,
 a server certificate for ``localhost``, ``127.0.0.1`` and ``::1``, client certificates
-(``alice``, named by an e-mail SAN; ``bob``, by his subject: his DNS SAN names no user), one from a CA the
+(``alice``, named by an e-mail SAN; ``bob``, by his subject: his DNS SAN names no user;
+``carol``, by no configured user), one from a CA the
 servers do not trust, and an expired one. Written once per session into a temporary
 directory; ``certs.path(name)`` is the file."""
 from __future__ import annotations
@@ -80,7 +81,8 @@ def make_certs(directory: Path) -> Certs:
     server.cert_chain_pems[0].write_to_path(str(directory / "server-cert.pem"))
     server.private_key_pem.write_to_path(str(directory / "server-key.pem"))
     for who, identities, cn in (("alice", ("alice@example.com",), "alice"),
-                                ("bob", ("bob.example.net",), "bob"), ("carol", ("carol@example.com",), "carol")):
+                                ("bob", ("bob.example.net",), "bob"),
+                                ("carol", ("carol@example.com",), "carol")):
         cert = ca.issue_cert(*identities, common_name=cn)
         cert.cert_chain_pems[0].write_to_path(str(directory / f"{who}-cert.pem"))
         cert.private_key_pem.write_to_path(str(directory / f"{who}-key.pem"))

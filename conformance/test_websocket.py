@@ -237,11 +237,12 @@ async def test_compression(target: str, spawn: SpawnFn) -> None:
                 "permessage-deflate; server_no_context_takeover; client_no_context_takeover")
             ws.handshake()
             body = b"compress me " * 500
-            ws.nats(f"SUB zip 1\r\nPING\r\n")
+            ws.nats("SUB zip 1\r\nPING\r\n")
             ws.read(until=b"PONG\r\n")
             await nc.publish("zip", body)
             await nc.flush()
-            assert ws.read(until=body + b"\r\n") == f"MSG zip 1 {len(body)}\r\n".encode() + body + b"\r\n"
+            expected = f"MSG zip 1 {len(body)}\r\n".encode() + body + b"\r\n"
+            assert ws.read(until=body + b"\r\n") == expected
             sub = await nc.subscribe("unzip")
             await nc.flush()
             ws.nats(f"PUB unzip {len(body)}\r\n{body.decode()}\r\n")

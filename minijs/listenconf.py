@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from minijs.config import ConfigError
-from minijs.tlsconfig import parse_tls_block
+from minijs.tlsconfig import go_type, parse_tls_block
 from minijs.wsconfig import check_websocket, parse_websocket_block
 
 
@@ -17,7 +17,7 @@ def take(mapper: Any, e: Any) -> None:
     if key == "tls":
         if e.node.kind != "map":
             raise mapper.fail(e, "interface conversion: interface {} is "
-                                 f"{_go_type(e.node)}, not map[string]interface {{}}")
+                                 f"{go_type(e.node)}, not map[string]interface {{}}")
         changes["tls"] = parse_tls_block(mapper, e)
     elif key == "allow_non_tls":
         changes["allow_non_tls"] = mapper.bool_(e)
@@ -39,7 +39,3 @@ def finish(mapper: Any) -> None:
         if problem:
             raise ConfigError(problem)
 
-
-def _go_type(node: Any) -> str:
-    return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
-            "array": "[]interface {}"}.get(node.kind, node.kind)

@@ -96,7 +96,7 @@ def parse_tls_block(mapper: Any, e: Any) -> TlsOptions:
 
     node = e.node
     if node.kind != "map":
-        raise mapper.fail(node, f"error parsing tls config: unsupported type {_go_kind(node)}")
+        raise mapper.fail(node, f"error parsing tls config: unsupported type {go_type(node)}")
     fields: dict[str, Any] = {}
     insecure_ciphers: list[str] = []
     allow_insecure = False
@@ -223,7 +223,7 @@ def _handshake_first(mapper: Any, sub: Any, parse_duration: Any) -> tuple[bool, 
     if v.kind == "bool":
         return v.value, 0.0
     if v.kind != "string":
-        kind = {"int": "int64", "float": "float64"}.get(v.kind, _go_kind(v))
+        kind = {"int": "int64", "float": "float64"}.get(v.kind, go_type(v))
         raise mapper.fail(sub, f'field "{sub.key}" should be a boolean or a string, got {kind}')
     text = v.value.lower()
     if text in ("true", "on"):
@@ -249,7 +249,8 @@ def _string_list(mapper: Any, sub: Any) -> list[tuple[Any, str]]:
     return out
 
 
-def _go_kind(node: Any) -> str:
+def go_type(node: Any) -> str:
+    """How Go names the type of a config value (in nats-server's type errors)."""
     return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
             "array": "[]interface {}", "map": "map[string]interface {}"}.get(node.kind,
                                                                            node.kind)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from minijs.tlsconfig import TlsOptions, parse_tls_block
+from minijs.tlsconfig import TlsOptions, go_type, parse_tls_block
 
 #: Response headers a ``headers { }`` block may not set (nats-server's list).
 _RESERVED_HEADERS = ("host", "content-length", "connection", "upgrade", "nats-no-masking")
@@ -55,7 +55,7 @@ def parse_websocket_block(mapper: Any, e: Any) -> WebsocketOptions:
 
     node = e.node
     if node.kind != "map":
-        raise mapper.fail(e, f"Expected websocket to be a map, got {_go_type(node)}")
+        raise mapper.fail(e, f"Expected websocket to be a map, got {go_type(node)}")
     fields: dict[str, Any] = {}
     for sub in node.value.entries.values():
         k = sub.key.lower()
@@ -84,7 +84,7 @@ def parse_websocket_block(mapper: Any, e: Any) -> WebsocketOptions:
             for item in items:
                 if item.kind != "string":
                     raise mapper.fail(item, "error parsing allowed origins: unsupported type "
-                                            f"in array {_go_type(item)}")
+                                            f"in array {go_type(item)}")
                 origins.append(item.value)
             fields["allowed_origins"] = tuple(origins)
         elif k == "handshake_timeout":
@@ -97,19 +97,19 @@ def parse_websocket_block(mapper: Any, e: Any) -> WebsocketOptions:
                     raise mapper.fail(sub, str(exc)) from None
             else:
                 raise mapper.fail(sub, "error parsing handshake timeout: unsupported type "
-                                       f"{_go_type(v)}")
+                                       f"{go_type(v)}")
         elif k in ("authorization", "authentication"):
             _simple_auth(mapper, sub, fields)
         elif k in ("jwt_cookie", "user_cookie", "pass_cookie", "token_cookie", "no_auth_user"):
             fields[k] = _typed(mapper, sub, "string")
         elif k == "headers":
             if v.kind != "map":
-                raise mapper.fail(sub, f"error parsing headers: unsupported type {_go_type(v)}")
+                raise mapper.fail(sub, f"error parsing headers: unsupported type {go_type(v)}")
             headers = []
             for h in v.value.entries.values():
                 if h.node.kind != "string":
                     raise mapper.fail(h, f"error parsing header key {h.key}: unsupported type "
-                                         f"{_go_type(h.node)}")
+                                         f"{go_type(h.node)}")
                 headers.append((h.key, h.node.value))
             fields["headers"] = tuple(headers)
         elif k == "ping_interval":
@@ -178,7 +178,7 @@ def _simple_auth(mapper: Any, e: Any, fields: dict[str, Any]) -> None:
     parseSimpleAuth)."""
     if e.node.kind != "map":
         raise mapper.fail(e, "interface conversion: interface {} is "
-                             f"{_go_type(e.node)}, not map[string]interface {{}}")
+                             f"{go_type(e.node)}, not map[string]interface {{}}")
     for sub in e.node.value.entries.values():
         k = sub.key.lower()
         if k in ("user", "username"):
@@ -198,12 +198,7 @@ def _typed(mapper: Any, e: Any, kind: str) -> Any:
     """A value of the Go type nats-server asserts, or its panic's words."""
     if e.node.kind != kind:
         want = {"string": "string", "int": "int64", "bool": "bool"}[kind]
-        raise mapper.fail(e, f"interface conversion: interface {{}} is {_go_type(e.node)}, "
+        raise mapper.fail(e, f"interface conversion: interface {{}} is {go_type(e.node)}, "
                              f"not {want}")
     return e.node.value
 
-
-def _go_type(node: Any) -> str:
-    return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
-            "array": "[]interface {}", "map": "map[string]interface {}"}.get(node.kind,
-                                                                           node.kind)

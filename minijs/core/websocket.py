@@ -149,8 +149,8 @@ class WebsocketLayer(asyncio.Protocol):
         self.log = log
         self.lower: Any = None
         self.upper: Any = None
-        self._http: h11.Connection | None = h11.Connection(h11.SERVER,
-                                                          max_incomplete_event_size=_MAX_REQUEST_HEAD)
+        self._http: h11.Connection | None = h11.Connection(
+            h11.SERVER, max_incomplete_event_size=_MAX_REQUEST_HEAD)
         self._frames: FrameConnection | None = None
         self._timer: Any = None
         self._closing = False
