@@ -88,7 +88,7 @@ def closed_without_data(sock: socket.socket, timeout: float = 5.0) -> bytes:
         return data
 
 
-def log_lines(srv: ServerProcess, needle: str, timeout: float = 3.0) -> list[str]:
+def log_lines(srv: ServerProcess, needle: str, timeout: float = 6.0) -> list[str]:
     deadline = time.monotonic() + timeout
     while True:
         found = [ln for ln in srv.log.splitlines() if needle in ln]

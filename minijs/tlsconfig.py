@@ -10,7 +10,7 @@ without TLS never loads it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 #: nats-server's TLS_TIMEOUT: how long a client has for its TLS handshake (seconds).
@@ -83,6 +83,9 @@ class TlsOptions:
     curves: tuple[str, ...] = ()
     #: ``connection_rate_limit``: TLS handshakes started per second (0: no limit)
     rate_limit: int = 0
+    #: SHA-256 of the certificate, key and CA files' contents when the block was read: a
+    #: config reload sees changed files as a changed block (minijs.core.tlsreload)
+    fingerprint: str = ""
 
 
 class TlsConfigError(ValueError):
@@ -207,7 +210,23 @@ def parse_tls_block(mapper: Any, e: Any) -> TlsOptions:
         check_files(options)
     except TlsConfigError as exc:
         raise mapper.fail(e, str(exc)) from None
-    return options
+    return replace(options, fingerprint=files_fingerprint(options))
+
+
+def files_fingerprint(options: TlsOptions) -> str:
+    """SHA-256 over the contents of the block's certificate, key and CA files."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in (options.cert_file, options.key_file, options.ca_file):
+        if path:
+            try:
+                with open(path, "rb") as f:
+                    digest.update(f.read())
+            except OSError:
+                pass
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def check_files(options: TlsOptions) -> None:

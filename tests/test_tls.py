@@ -171,3 +171,43 @@ def test_handshake_errors_in_go_words() -> None:
                                                   False)
     err.reason = "WRONG_VERSION_NUMBER"  # type: ignore[misc]
     assert core_tls.handshake_error_text(err)[1] is True  # a probe: logged at debug level
+
+
+async def test_config_reload_picks_up_new_certificate_files(pki: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    """``Server.reload()`` (SIGHUP) with a ``tls { }`` whose files changed on disk: new
+    connections get the new certificate; turning TLS off is refused and changes nothing."""
+    import shutil
+
+    from minijs.reload import ReloadError
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    shutil.copy(pki["cert"], cert)
+    shutil.copy(pki["key"], key)
+    conf = tmp_path / "server.conf"
+    conf.write_text(f'port: -1\nhost: 127.0.0.1\ntls {{ cert_file: "{cert}", '
+                    f'key_file: "{key}" }}\n')
+    from minijs.confparse import load_config
+
+    server = Server(load_config(conf))
+    server.config_file = str(conf)
+    await server.start()
+    try:
+        old = server.client_tls.context
+        shutil.copy(pki["other"], cert)  # same paths, another certificate
+        shutil.copy(pki["other-key"], key)
+        server.reload()
+        assert server.client_tls.context is not old
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        await reader.readline()
+        with pytest.raises(ssl.SSLCertVerificationError):  # the first CA no longer fits
+            await asyncio.get_running_loop().start_tls(
+                writer.transport, writer.transport.get_protocol(), client_ctx(pki),
+                server_hostname="localhost")
+        writer.close()
+        conf.write_text("port: -1\nhost: 127.0.0.1\n")
+        with pytest.raises(ReloadError, match="turn TLS on or off is not supported"):
+            server.reload()
+        assert server.config.tls is not None
+    finally:
+        await server.stop()
