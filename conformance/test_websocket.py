@@ -315,6 +315,30 @@ def test_websocket_no_auth_user_and_cookies(target: str, spawn: SpawnFn) -> None
         assert ws.read(until=b"\r\n") == b"-ERR 'Authorization Violation'\r\n"
 
 
+def test_jwt_cookie_in_operator_mode(target: str, spawn: SpawnFn) -> None:
+    """In operator mode, ``jwt_cookie`` names the cookie whose value is the user JWT when
+    CONNECT carries none: a bearer user JWT in the cookie logs the websocket client in; no
+    cookie and no JWT is an Authorization Violation."""
+    from conformance.test_jwt import Setup
+
+    s = Setup()
+    ws_block = ("websocket {\n  host: 127.0.0.1\n  port: -1\n  no_tls: true\n"
+                "  jwt_cookie: natsjwt\n}\n")
+    srv = spawn(config=s.config(ws_block))
+    assert srv.ws_port
+    with client(srv) as ws:
+        assert ws.upgrade(headers={"Cookie": f"natsjwt={s.user_jwt(bearer=True)}"}) == 101
+        info = ws.handshake()
+        assert info["auth_required"] is True and info.get("nonce")
+        ws.nats("SUB c 1\r\nPUB c 2\r\nok\r\nPING\r\n")
+        assert ws.read(until=b"PONG\r\n") == b"MSG c 1 2\r\nok\r\nPONG\r\n"
+    with client(srv) as ws:
+        ws.upgrade()
+        ws.read(until=b"\r\n")
+        ws.nats('CONNECT {"verbose":false}\r\nPING\r\n')
+        assert ws.read(until=b"\r\n") == b"-ERR 'Authorization Violation'\r\n"
+
+
 def test_wss(target: str, spawn: SpawnFn, certs: Certs) -> None:
     """A ``tls { }`` in the block: ``wss``, the INFO says ``tls_required`` and
     ``tls_available``; NATS works inside."""

@@ -157,7 +157,7 @@ def check_websocket(options: WebsocketOptions, changes: dict[str, Any]) -> str |
 
 def _operator_mode(changes: dict[str, Any]) -> bool:
     """Is the server in operator (JWT) mode? (trusted operators or keys configured)"""
-    return any(changes.get(name) for name in ("operators", "trusted_operators", "trusted_keys"))
+    return bool(changes.get("operator"))
 
 
 def _origin_problem(origin: str) -> str | None:
