@@ -27,6 +27,7 @@ from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
 from minijs.core.router import Router
 from minijs.log import Logger
+from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
@@ -59,11 +60,20 @@ class Server(Router):
     ``Server(port=0)`` picks a free port; ``await server.start()`` binds and returns once
     clients can connect; ``client_url`` says where. ``async with Server() as s:`` does both ends.
     ``clock`` is a :class:`~minijs.clock.Clock` or ``"wall"``, ``"virtual"``, ``"auto"``.
+    ``seed`` (an int, or a :class:`~minijs.randomness.RandomSource`) seeds every random choice
+    the server makes (:attr:`randomness`; :attr:`seed` says which seed it took when none was
+    given), so a rerun with the same seed makes the same choices.
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
-        super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
+                 logger: Logger | None = None, seed: "int | RandomSource | None" = None,
+                 **overrides: Any) -> None:
+        randomness = server_source(seed)
+        super().__init__(config, clock=make_clock(clock), logger=logger,
+                         randomness=randomness, **overrides)
+        draw_ties = getattr(self.clock, "draw_ties_from", None)
+        if draw_ties is not None:
+            draw_ties(randomness.child("timers"))
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
         #: With an ``accounts`` block: each account's API (accounts without JetStream get
@@ -90,6 +100,12 @@ class Server(Router):
             return
         self._stopped = asyncio.Event()
         await self._startup()
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random choice this server makes (``Server(seed=...)``, the pytest
+        plugin's ``--minijs-seed``, or a fresh one): pass it again to repeat them."""
+        return self.randomness.seed
 
     @property
     def faults(self) -> "FaultInjector":
@@ -169,8 +185,6 @@ class Server(Router):
         if the server is stopped meanwhile. Timers on the server clock."""
         if not self.running or self.lame_duck:
             return
-        import random
-
         from minijs.protocol import wire
 
         config = self.config
@@ -197,6 +211,7 @@ class Server(Router):
         if spread <= 0:
             spread = 1.0
         share = min(spread / len(clients), 1.0)
+        pauses = self.randomness.child("lame-duck")
         for conn, notice in notices:
             if not conn.closed:
                 conn.send(notice)
@@ -209,7 +224,7 @@ class Server(Router):
             conn.close()
             if i == len(clients) - 1:
                 break
-            await self.clock.sleep(max(random.uniform(0, share), share / 2))
+            await self.clock.sleep(max(pauses.uniform(0, share), share / 2))
             if not self.running:
                 return
         await self.stop()
@@ -617,12 +632,14 @@ class ServerThread:
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 **overrides: Any) -> None:
+                 seed: "int | RandomSource | None" = None, **overrides: Any) -> None:
         if config is None:
             overrides.setdefault("port", 0)  # a thread-run test server wants a free port
         self._config = config
         self._overrides = overrides
         self._clock = make_clock(clock)
+        #: Taken here, in the caller's thread (see :func:`minijs.randomness.server_source`).
+        self.randomness = server_source(seed)
         self.server: Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -650,7 +667,8 @@ class ServerThread:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self.server = Server(self._config, clock=self._clock, **self._overrides)
+            self.server = Server(self._config, clock=self._clock, seed=self.randomness,
+                                 **self._overrides)
             loop.run_until_complete(self.server.start())
         except BaseException as exc:  # reported to the starting thread
             self._error = exc
@@ -701,6 +719,11 @@ class ServerThread:
     @property
     def clock(self) -> Clock:
         return self._server().clock
+
+    @property
+    def seed(self) -> int:
+        """The seed of the server's random choices (see :attr:`Server.seed`)."""
+        return self.randomness.seed
 
     def reset(self, *, disconnect: bool = False) -> None:
         self.call(self._server().reset, disconnect=disconnect)
