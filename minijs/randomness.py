@@ -109,6 +109,11 @@ def seed_servers(source: RandomSource | None) -> None:
     _made = 0
 
 
+def servers_made() -> int:
+    """How many servers took a source from :func:`seed_servers`'s since it was last set."""
+    return _made
+
+
 def ambient_seed() -> int | None:
     """The root seed of the source set by :func:`seed_servers`, if any."""
     return _ambient.seed if _ambient is not None else None

@@ -60,6 +60,10 @@ class Server(Router):
     ``Server(port=0)`` picks a free port; ``await server.start()`` binds and returns once
     clients can connect; ``client_url`` says where. ``async with Server() as s:`` does both ends.
     ``clock`` is a :class:`~minijs.clock.Clock` or ``"wall"``, ``"virtual"``, ``"auto"``.
+    ``loop_clock=True`` puts the event loop the server runs in on the server's virtual time
+    (:class:`~minijs.loopclock.LoopClock`): the caller's sleeps and timeouts and the server's
+    timers share one time, which jumps to the next due timer whenever the loop is idle
+    (``clock="virtual"``: only on ``advance``); servers in one loop share its clock.
     ``seed`` (an int, or a :class:`~minijs.randomness.RandomSource`) seeds every random choice
     the server makes (:attr:`randomness`; :attr:`seed` says which seed it took when none was
     given), so a rerun with the same seed makes the same choices.
@@ -67,8 +71,11 @@ class Server(Router):
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
                  logger: Logger | None = None, seed: "int | RandomSource | None" = None,
-                 **overrides: Any) -> None:
+                 loop_clock: bool = False, **overrides: Any) -> None:
         randomness = server_source(seed)
+        self._loop_clock: bool | None = None  # auto (True) / virtual (False) until resolved
+        if loop_clock:
+            clock, self._loop_clock = _loop_clock_now(clock)
         super().__init__(config, clock=make_clock(clock), logger=logger,
                          randomness=randomness, **overrides)
         draw_ties = getattr(self.clock, "draw_ties_from", None)
@@ -98,8 +105,24 @@ class Server(Router):
         """Bind the client port (and the monitor, if configured); log as nats-server does."""
         if self.running:
             return
+        if self._loop_clock is not None:
+            self._resolve_loop_clock()
         self._stopped = asyncio.Event()
         await self._startup()
+
+    def _resolve_loop_clock(self) -> None:
+        """The clock of the loop the server starts in: the loop's own when another server
+        put it on server time already, else this server's (installed now)."""
+        from minijs.loopclock import installed_clock
+
+        loop = asyncio.get_running_loop()
+        clock = installed_clock(loop)
+        if clock is None:
+            self.clock.install(loop)  # type: ignore[attr-defined]
+        elif clock is not self.clock:
+            self.clock = clock
+            clock.draw_ties_from(self.randomness.child("timers"))
+        self._loop_clock = None
 
     @property
     def seed(self) -> int:
@@ -556,6 +579,31 @@ class Server(Router):
         return list(self._faults.log) if self._faults is not None else []
 
 
+def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
+    """The clock of a ``Server(loop_clock=True)`` and whether it jumps by itself: the running
+    loop's, if one runs (and already has one), else a new :class:`~minijs.loopclock.LoopClock`
+    installed when the server starts."""
+    from minijs.clock import ClockError
+    from minijs.loopclock import LoopClock, installed_clock
+
+    if isinstance(clock, LoopClock):
+        return clock, clock.auto
+    if clock not in (None, "auto", "virtual"):
+        raise ClockError(
+            f"loop_clock=True puts the event loop on the server's virtual time: use "
+            f"clock='auto' (time jumps when the loop is idle) or clock='virtual' (it moves on "
+            f"advance() only), not {clock!r}")
+    auto = clock != "virtual"
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    existing = installed_clock(loop) if loop is not None else None
+    if existing is not None:
+        return existing, existing.auto
+    return LoopClock(auto=auto), auto
+
+
 def _check_account_jetstream_limits(config: ServerConfig) -> None:
     """The configured accounts' JetStream limits must fit the server's, as nats-server checks
     before it starts (a fatal ``Can't start JetStream`` otherwise)."""
@@ -633,6 +681,15 @@ class ServerThread:
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
                  seed: "int | RandomSource | None" = None, **overrides: Any) -> None:
+        if overrides.get("loop_clock"):
+            from minijs.clock import ClockError
+
+            raise ClockError(
+                "a ServerThread runs its own event loop on another thread, which cannot share "
+                "the test's loop time: start a Server in the test's own loop with "
+                "loop_clock=True (the minijs_async_server fixture with "
+                "@pytest.mark.minijs(clock='auto', loop_clock=True)), or use clock='auto'")
+        overrides.pop("loop_clock", None)
         if config is None:
             overrides.setdefault("port", 0)  # a thread-run test server wants a free port
         self._config = config
