@@ -3,10 +3,12 @@ seed gives the same choices in two runs, another seed other choices."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import nats
 import pytest
+from nats.js.api import ConsumerConfig
 
 from minijs.clock import VirtualClock
 from minijs.randomness import RandomSource, seed_servers, server_source
@@ -78,9 +80,16 @@ def test_timers_due_at_the_same_instant_fire_in_a_seeded_order() -> None:
 async def _server_choices(seed: int) -> dict[str, Any]:
     """What a server chooses at random, seen from a client: its id and xkey, which queue
     member gets each of 30 messages, the jitter of its first PING, a fault rule's fraction
-    draws and the order of timers due at one instant."""
+    draws, the order of timers due at one instant, the names of auto-named consumers and the
+    ids of advisories."""
     async with Server(port=0, jetstream=True, seed=seed, clock="virtual") as server:
         nc = await nats.connect(server.client_url)
+        js = nc.jetstream()
+        advisories = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.CREATED.S.*")
+        await js.add_stream(name="S", subjects=["s"], storage="memory")
+        names = [(await js.add_consumer("S", ConsumerConfig(deliver_subject=f"d{i}"))).name
+                 for i in range(3)]
+        ids = [json.loads((await advisories.next_msg(timeout=2)).data)["id"] for _ in range(3)]
         got: list[str] = []
         for name in ("a", "b", "c"):
             async def cb(msg: Any, name: str = name) -> None:
@@ -103,7 +112,8 @@ async def _server_choices(seed: int) -> dict[str, Any]:
             server.clock.call_later(1, fired.append, i)
         await server.clock.advance_async(1)
         await nc.close()
-        return {"id": server.server_id, "xkey": server.xkey, "queue": got,
+        return {"id": server.server_id, "xkey": server.xkey, "queue": got, "names": names,
+                "advisory_ids": ids,
                 "ping": round(ping_due, 1), "faults": draws, "timers": fired}
 
 
@@ -115,4 +125,4 @@ async def test_same_seed_same_server_choices_in_two_runs() -> None:
     other = await _server_choices(99)
     other.pop("ping")
     assert other["id"] != first["id"] and other["queue"] != first["queue"]
-    assert other["faults"] != first["faults"]
+    assert other["faults"] != first["faults"] and other["names"] != first["names"]
