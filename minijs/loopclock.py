@@ -42,7 +42,6 @@ import asyncio
 import heapq
 import math
 import time
-import weakref
 from typing import Any, Callable
 
 from asyncio.events import _get_running_loop
@@ -62,13 +61,14 @@ HOUSEKEEPING_PACE = 1.0
 #: While executor jobs run, the loop waits in real-time steps of at most this (seconds).
 EXECUTOR_STEP = 0.005
 
-_installed: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopClock]" = \
-    weakref.WeakKeyDictionary()
+#: The attribute of a loop on server time that holds its clock (one attribute look-up tells
+#: ``time.monotonic`` whether the running loop is on server time).
+_CLOCK_ATTR = "_minijs_loop_clock"
 
 
 def installed_clock(loop: asyncio.AbstractEventLoop) -> "LoopClock | None":
     """The clock ``loop`` runs on, if it was put on server time."""
-    return _installed.get(loop)
+    return getattr(loop, _CLOCK_ATTR, None)
 
 
 # ---------------------------------------------------------------------- time.monotonic
@@ -81,14 +81,14 @@ def _monotonic() -> float:
     """``time.monotonic()``: the loop's time in a thread whose running loop is on server time
     (nats-py measures its fetch deadlines and reconnect waits with it), real time elsewhere."""
     loop = _get_running_loop()
-    if loop is not None and loop in _installed:
+    if loop is not None and getattr(loop, _CLOCK_ATTR, None) is not None:
         return loop.time()
     return _real_monotonic()
 
 
 def _monotonic_ns() -> int:
     loop = _get_running_loop()
-    if loop is not None and loop in _installed:
+    if loop is not None and getattr(loop, _CLOCK_ATTR, None) is not None:
         return int(loop.time() * _NS)
     return _real_monotonic_ns()
 
@@ -133,7 +133,7 @@ class LoopClock(VirtualClock):
                 ) -> "LoopClock":
         """The clock of ``loop`` (the running loop by default), installed now if it has none."""
         loop = loop or asyncio.get_running_loop()
-        clock = _installed.get(loop)
+        clock = installed_clock(loop)
         if clock is None:
             clock = cls(auto=auto)
             clock.install(loop)
@@ -145,7 +145,7 @@ class LoopClock(VirtualClock):
             return
         if self._host is not None:
             raise ClockError("this LoopClock already runs another event loop's time")
-        other = _installed.get(loop)
+        other = installed_clock(loop)
         if other is not None:
             raise ClockError("this event loop already runs on another LoopClock; servers in "
                              "one loop share its clock: LoopClock.on_loop(loop)")
@@ -170,7 +170,7 @@ class LoopClock(VirtualClock):
             return future
 
         loop.run_in_executor = tracked  # type: ignore[method-assign]
-        _installed[loop] = self
+        setattr(loop, _CLOCK_ATTR, self)
         _patch_monotonic()
 
     def bind(self, loop: asyncio.AbstractEventLoop, settle: Callable[[], None] | None = None
