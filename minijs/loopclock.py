@@ -280,7 +280,7 @@ class LoopClock(VirtualClock):
         timers due by then fire first, at the start of the turn."""
         heap = self._heap
         if heap and heap[0][0] <= target:
-            self._fire_target = target
+            self._fire_target = max(self._fire_target, target)
             if not self._pump_due:
                 self._pump_due = True
                 assert self._host is not None
