@@ -27,6 +27,7 @@ from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
 from minijs.core.router import Router
 from minijs.log import Logger
+from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
@@ -59,11 +60,27 @@ class Server(Router):
     ``Server(port=0)`` picks a free port; ``await server.start()`` binds and returns once
     clients can connect; ``client_url`` says where. ``async with Server() as s:`` does both ends.
     ``clock`` is a :class:`~minijs.clock.Clock` or ``"wall"``, ``"virtual"``, ``"auto"``.
+    ``loop_clock=True`` puts the event loop the server runs in on the server's virtual time
+    (:class:`~minijs.loopclock.LoopClock`): the caller's sleeps and timeouts and the server's
+    timers share one time, which jumps to the next due timer whenever the loop is idle
+    (``clock="virtual"``: only on ``advance``); servers in one loop share its clock.
+    ``seed`` (an int, or a :class:`~minijs.randomness.RandomSource`) seeds every random choice
+    the server makes (:attr:`randomness`; :attr:`seed` says which seed it took when none was
+    given), so a rerun with the same seed makes the same choices.
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
-        super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
+                 logger: Logger | None = None, seed: "int | RandomSource | None" = None,
+                 loop_clock: bool = False, **overrides: Any) -> None:
+        randomness = server_source(seed)
+        self._loop_clock: bool | None = None  # auto (True) / virtual (False) until resolved
+        if loop_clock:
+            clock, self._loop_clock = _loop_clock_now(clock)
+        super().__init__(config, clock=make_clock(clock), logger=logger,
+                         randomness=randomness, **overrides)
+        draw_ties = getattr(self.clock, "draw_ties_from", None)
+        if draw_ties is not None:
+            draw_ties(randomness.child("timers"))
         self.monitor: Monitor | None = None
         self.jetstream_api: JetStreamApi | None = None
         #: With an ``accounts`` block: each account's API (accounts without JetStream get
@@ -90,8 +107,30 @@ class Server(Router):
         """Bind the client port (and the monitor, if configured); log as nats-server does."""
         if self.running:
             return
+        if self._loop_clock is not None:
+            self._resolve_loop_clock()
         self._stopped = asyncio.Event()
         await self._startup()
+
+    def _resolve_loop_clock(self) -> None:
+        """The clock of the loop the server starts in: the loop's own when another server
+        put it on server time already, else this server's (installed now)."""
+        from minijs.loopclock import installed_clock
+
+        loop = asyncio.get_running_loop()
+        clock = installed_clock(loop)
+        if clock is None:
+            self.clock.install(loop)  # type: ignore[attr-defined]
+        elif clock is not self.clock:
+            self.clock = clock
+            clock.draw_ties_from(self.randomness.child("timers"))
+        self._loop_clock = None
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random choice this server makes (``Server(seed=...)``, the pytest
+        plugin's ``--minijs-seed``, or a fresh one): pass it again to repeat them."""
+        return self.randomness.seed
 
     @property
     def faults(self) -> "FaultInjector":
@@ -183,8 +222,6 @@ class Server(Router):
         if the server is stopped meanwhile. Timers on the server clock."""
         if not self.running or self.lame_duck:
             return
-        import random
-
         from minijs.protocol import wire
 
         config = self.config
@@ -211,6 +248,7 @@ class Server(Router):
         if spread <= 0:
             spread = 1.0
         share = min(spread / len(clients), 1.0)
+        pauses = self.randomness.child("lame-duck")
         for conn, notice in notices:
             if not conn.closed:
                 conn.send(notice)
@@ -223,7 +261,7 @@ class Server(Router):
             conn.close()
             if i == len(clients) - 1:
                 break
-            await self.clock.sleep(max(random.uniform(0, share), share / 2))
+            await self.clock.sleep(max(pauses.uniform(0, share), share / 2))
             if not self.running:
                 return
         await self.stop()
@@ -579,6 +617,31 @@ class Server(Router):
         return list(self._faults.log) if self._faults is not None else []
 
 
+def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
+    """The clock of a ``Server(loop_clock=True)`` and whether it jumps by itself: the running
+    loop's, if one runs (and already has one), else a new :class:`~minijs.loopclock.LoopClock`
+    installed when the server starts."""
+    from minijs.clock import ClockError
+    from minijs.loopclock import LoopClock, installed_clock
+
+    if isinstance(clock, LoopClock):
+        return clock, clock.auto
+    if clock not in (None, "auto", "virtual"):
+        raise ClockError(
+            f"loop_clock=True puts the event loop on the server's virtual time: use "
+            f"clock='auto' (time jumps when the loop is idle) or clock='virtual' (it moves on "
+            f"advance() only), not {clock!r}")
+    auto = clock != "virtual"
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    existing = installed_clock(loop) if loop is not None else None
+    if existing is not None:
+        return existing, existing.auto
+    return LoopClock(auto=auto), auto
+
+
 def _check_account_jetstream_limits(config: ServerConfig) -> None:
     """The configured accounts' JetStream limits must fit the server's, as nats-server checks
     before it starts (a fatal ``Can't start JetStream`` otherwise)."""
@@ -667,12 +730,23 @@ class ServerThread:
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 **overrides: Any) -> None:
+                 seed: "int | RandomSource | None" = None, **overrides: Any) -> None:
+        if overrides.get("loop_clock"):
+            from minijs.clock import ClockError
+
+            raise ClockError(
+                "a ServerThread runs its own event loop on another thread, which cannot share "
+                "the test's loop time: start a Server in the test's own loop with "
+                "loop_clock=True (the minijs_async_server fixture with "
+                "@pytest.mark.minijs(clock='auto', loop_clock=True)), or use clock='auto'")
+        overrides.pop("loop_clock", None)
         if config is None:
             overrides.setdefault("port", 0)  # a thread-run test server wants a free port
         self._config = config
         self._overrides = overrides
         self._clock = make_clock(clock)
+        #: Taken here, in the caller's thread (see :func:`minijs.randomness.server_source`).
+        self.randomness = server_source(seed)
         self.server: Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -700,7 +774,8 @@ class ServerThread:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self.server = Server(self._config, clock=self._clock, **self._overrides)
+            self.server = Server(self._config, clock=self._clock, seed=self.randomness,
+                                 **self._overrides)
             loop.run_until_complete(self.server.start())
         except BaseException as exc:  # reported to the starting thread
             self._error = exc
@@ -751,6 +826,11 @@ class ServerThread:
     @property
     def clock(self) -> Clock:
         return self._server().clock
+
+    @property
+    def seed(self) -> int:
+        """The seed of the server's random choices (see :attr:`Server.seed`)."""
+        return self.randomness.seed
 
     def reset(self, *, disconnect: bool = False) -> None:
         self.call(self._server().reset, disconnect=disconnect)

@@ -18,7 +18,6 @@ once, at that moment, before its subscriptions go and before the last output is 
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 from typing import Any, Protocol
 
@@ -67,6 +66,8 @@ class ConnectionOwner(Protocol):
     def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
     #: Accounts' ``msg_trace`` (destination, sampling percent), by account name.
     account_traces: dict[str, tuple[str, int]]
+    #: The server's seeded source of random draws (:mod:`minijs.randomness`).
+    randomness: Any
     #: Accounts' ``limits { }`` (an AccountConnLimits), by account name.
     account_conn_limits: dict[str, Any]
 
@@ -391,7 +392,7 @@ class Connection(asyncio.Protocol):
         if first:
             # nats-server sends its first PING early: min(interval, 2 s) plus up to 20 %.
             delay = min(interval, 2.0)
-            delay += delay * 0.2 * random.random()
+            delay += delay * 0.2 * self.server.randomness.child("ping").random()
         else:
             delay = interval
         self._ping_timer = REAL_CLOCK.call_later(delay, self._ping_tick)
@@ -635,7 +636,8 @@ class Connection(asyncio.Protocol):
                 and b"traceparent" in header.lower())):
             skip, trace, rewritten = msgtrace.start(
                 header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
-                self.account, server.account_traces.get(self.account))
+                self.account, server.account_traces.get(self.account),
+                server.randomness.child("trace-sampling").randrange)
             if skip:
                 return  # trace-only with an unusable destination: dropped, as nats-server does
             if rewritten is not None:

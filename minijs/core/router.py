@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
-import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,6 +31,7 @@ from minijs.core.connection import Connection
 from minijs.core.sublist import InternalSubscriptions, Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
+from minijs.randomness import RandomSource
 
 #: The first client id handed out; nats-server's own internal clients take the ones below.
 FIRST_CLIENT_ID = 5
@@ -47,9 +46,9 @@ class ServerStats:
     slow_consumers: int = 0
 
 
-def _nkey_like(prefix: str) -> str:
+def _nkey_like(prefix: str, randomness: RandomSource) -> str:
     """A 56-character upper-case base32 id like nats-server's public nkeys (N... / X...)."""
-    body = base64.b32encode(os.urandom(35)).decode().rstrip("=")
+    body = base64.b32encode(randomness.randbytes(35)).decode().rstrip("=")
     return (prefix + body)[:56]
 
 
@@ -64,7 +63,8 @@ class Router(InternalSubscriptions):
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
+                 logger: Logger | None = None, randomness: RandomSource | None = None,
+                 **overrides: Any) -> None:
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
@@ -75,9 +75,15 @@ class Router(InternalSubscriptions):
         self.config = config
         self.clock: Clock = clock or WallClock()
         self.log: Logger = logger or NULL_LOGGER
-        self.server_id = _nkey_like("N")
+        #: Every random choice of this server and of the floors it hosts is drawn from here
+        #: (each user takes a named child stream: see :mod:`minijs.randomness`).
+        self.randomness: RandomSource = randomness or RandomSource()
+        ids = self.randomness.child("ids")
+        self.server_id = _nkey_like("N", ids)
         self.server_name = config.server_name or self.server_id
-        self.xkey = _nkey_like("X")
+        self.xkey = _nkey_like("X", ids)
+        #: ``randrange(n)``: which member of a queue group gets a message.
+        self.queue_draw: Callable[[int], int] = self.randomness.child("queue").randrange
         self.sublist = WatchedSublist()
         #: Each configured account's own subscription index ("$G", the global account, is
         #: :attr:`sublist`, where the server's own handlers live).
@@ -353,7 +359,7 @@ class Router(InternalSubscriptions):
                     delivered += 1
             if groups:
                 for members in groups.values():
-                    sub = _pick_member(members, origin)
+                    sub = _pick_member(members, origin, self.queue_draw)
                     if sub is None:
                         continue
                     if sub.conn is None:
@@ -401,7 +407,7 @@ class Router(InternalSubscriptions):
                     sent += 1
                 delivered += 1
         for members in result.groups.values():
-            sub = _pick_member(members, origin)
+            sub = _pick_member(members, origin, self.queue_draw)
             if sub is None:
                 continue
             conn = sub.conn
@@ -468,7 +474,7 @@ class Router(InternalSubscriptions):
             if not sub.closed:
                 self._deliver_one(sub, dest, header, payload)
         for members in result.groups.values():
-            sub = _pick_member(members, None)
+            sub = _pick_member(members, None, self.queue_draw)
             if sub is not None:
                 self._deliver_one(sub, dest, header, payload)
 
@@ -525,7 +531,7 @@ class Router(InternalSubscriptions):
             delivered += 1
         if groups:
             for members in groups.values():
-                sub = _pick_member(members, None)
+                sub = _pick_member(members, None, self.queue_draw)
                 if sub is None:
                     continue
                 if sub.conn is None:
@@ -650,10 +656,12 @@ class WatchedSublist(Sublist):
         return any(not s.closed for s in node.groups.get(queue, ()))
 
 
-def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:
-    """One random live member of a queue group (not the publisher itself when echo is off)."""
+def _pick_member(members: list[Subscription], origin: Connection | None,
+                 draw: Callable[[int], int]) -> Subscription | None:
+    """One random live member of a queue group (not the publisher itself when echo is off);
+    ``draw(n)`` picks where the search starts."""
     n = len(members)
-    start = random.randrange(n) if n > 1 else 0
+    start = draw(n) if n > 1 else 0
     for i in range(n):
         sub = members[(start + i) % n]
         if sub.closed:
