@@ -32,6 +32,7 @@ STOP_TIMEOUT = 5.0
 
 _LISTEN_RE = re.compile(rb"Listening for client connections on (\S+):(\d+)")
 _READY_RE = re.compile(rb"Server is ready")
+_WEBSOCKET_RE = re.compile(rb"Listening for websocket clients on (wss?)://(\S+):(\d+)")
 
 
 #: Every server spawned and not yet stopped; stopped at interpreter exit as a safety net so
@@ -86,6 +87,8 @@ class ServerProcess(Endpoint):
     proc: subprocess.Popen[bytes] | None = None
     stderr_lines: list[bytes] = field(default_factory=list)
     tempdir: tempfile.TemporaryDirectory[str] | None = None
+    #: The websocket listener's port (from its log line), 0 without a websocket block.
+    ws_port: int = 0
 
     @property
     def log(self) -> str:
@@ -169,6 +172,9 @@ def start_process(
                 if m:
                     found["host"] = m.group(1).decode()
                     found["port"] = m.group(2).decode()
+                ws = _WEBSOCKET_RE.search(line)
+                if ws:
+                    server.ws_port = int(ws.group(3))
                 if _READY_RE.search(line) and "port" in found:
                     ready.set()
         ready.set()  # EOF: wake the waiter, which then sees the process died

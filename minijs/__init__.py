@@ -6,13 +6,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from minijs.clock import Clock, VirtualClock, WallClock
     from minijs.config import NATS_SERVER_VERSION, ServerConfig
+    from minijs.loopclock import LoopClock
+    from minijs.randomness import RandomSource
     from minijs.server import Server, ServerThread
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Clock",
+    "LoopClock",
     "NATS_SERVER_VERSION",
+    "RandomSource",
     "Server",
     "ServerConfig",
     "ServerThread",
@@ -27,6 +31,8 @@ _HOMES = {
     "Clock": "minijs.clock",
     "VirtualClock": "minijs.clock",
     "WallClock": "minijs.clock",
+    "LoopClock": "minijs.loopclock",
+    "RandomSource": "minijs.randomness",
     "NATS_SERVER_VERSION": "minijs.config",
     "ServerConfig": "minijs.config",
     "Server": "minijs.server",

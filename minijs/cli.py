@@ -74,12 +74,19 @@ Signal Options:
     -sl, --signal <signal>[=<pid>]   Send signal to a minijs process (ldm, stop, quit, term,
                                      reopen, reload); <pid> may be a pid file (-P)
 
+TLS Options:
+        --tls                        Enable TLS, do not verify clients (default: false)
+        --tlscert <file>             Server certificate file
+        --tlskey <file>              Private key for server certificate
+        --tlsverify                  Enable TLS, verify client certificates
+        --tlscacert <file>           Client certificate CA for verification
+
 Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
 
-TLS, route (--cluster, --routes), gateway, leaf node, syslog and profiling flags of
-nats-server are refused.
+Route (--cluster, --routes), gateway, leaf node, syslog and profiling flags of nats-server
+are refused.
 
 Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows their flags):
     stream add|ls|info|edit|purge|rm|get     Manage JetStream streams
@@ -128,6 +135,11 @@ _flag(("sd", "store_dir"), "store_dir", "str")
 _flag(("user",), "user", "str")
 _flag(("pass",), "password", "str")
 _flag(("auth",), "token", "str")
+_flag(("tls",), "tls", "bool")
+_flag(("tlscert",), "tls_cert", "str")
+_flag(("tlskey",), "tls_key", "str")
+_flag(("tlscacert",), "tls_ca_cert", "str")
+_flag(("tlsverify",), "tls_verify", "bool")
 _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
@@ -145,8 +157,7 @@ _UNSUPPORTED: dict[str, str] = {
     "ms": "int", "https_port": "int",
     "client_advertise": "str", "logtime_utc": "bool",
     "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
-    "log_size_limit": "str", "max_traced_msg_len": "int", "tls": "bool", "tlscert": "str",
-    "tlskey": "str", "tlsverify": "bool", "tlscacert": "str", "routes": "str",
+    "log_size_limit": "str", "max_traced_msg_len": "int", "routes": "str",
     "cluster": "str", "no_advertise": "bool",
     "cluster_advertise": "str", "connect_retries": "int", "cluster_listen": "str",
     "profile": "int", "help_tls": "bool",
@@ -293,6 +304,8 @@ def build_config(given: dict[str, Any]) -> Any:
         overrides["cluster_tags"] = {k: tuple(v) for k, v in tags.items()}
     if "server_name" in overrides and " " in overrides["server_name"]:
         raise UsageError("server name cannot contain spaces")
+    if any(dest.startswith("tls") for dest in given):
+        overrides.update(_tls_flags(given, config))
     config = config.with_overrides(**overrides)
     if config.lame_duck_grace_period >= config.lame_duck_duration:  # nats-server's validateOptions
         from minijs.jetstream.jsonfmt import go_duration
@@ -302,6 +315,31 @@ def build_config(given: dict[str, Any]) -> Any:
                          f"strictly lower than lame duck duration "
                          f"({go_duration(round(config.lame_duck_duration * 1e9))})")
     return config
+
+
+def _tls_flags(given: dict[str, Any], config: Any) -> dict[str, Any]:
+    """``--tls``, ``--tlscert``, ``--tlskey``, ``--tlscacert``, ``--tlsverify`` as nats-server
+    reads them: any of them replaces the config file's ``tls { }``; ``--tls=false`` removes
+    it; the certificate and key are loaded now, with nats-server's refusals."""
+    if given.get("tls") is False:
+        return {"tls": None}
+    from minijs.tlsconfig import TlsConfigError, TlsOptions, check_files
+
+    if not given.get("tls_cert"):
+        raise UsageError("TLS Server certificate must be present and valid")
+    if not given.get("tls_key"):
+        raise UsageError("TLS Server private key must be present and valid")
+    options = TlsOptions(cert_file=given["tls_cert"], key_file=given["tls_key"],
+                         ca_file=given.get("tls_ca_cert", ""),
+                         verify=bool(given.get("tls_verify")))
+    try:
+        check_files(options)
+    except TlsConfigError as exc:
+        raise UsageError(str(exc)) from None
+    out: dict[str, Any] = {"tls": options}
+    if config.tls is None and config.auth_timeout == 2.0:
+        out["auth_timeout"] = options.timeout + 1.0  # nats-server's default with TLS
+    return out
 
 
 CLOCKS = ("wall", "virtual", "auto")
@@ -521,6 +559,8 @@ def _start_error(config: Any, exc: OSError) -> str:
     host = config.host
     port = config.port if config.port > 0 else 0
     hp = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if host.startswith("["):  # "-a [::1]": Go cannot split "[[::1]]:port"
+        return f'Error listening on port: {hp}, "listen tcp: address {hp}: missing port in address"'
     return f'Error listening on port: {hp}, "listen tcp {hp}: bind: {reason}"'
 
 

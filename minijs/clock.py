@@ -14,8 +14,11 @@ Invariants of the virtual clocks:
 
 * time is kept in integer nanoseconds, so ``advance(0.1)`` three times reaches exactly the
   timer scheduled at ``0.3`` s, and a timer due at ``t`` fires on an advance to exactly ``t``;
-* timers fire in due order, ties in scheduling order; a timer scheduled by a firing callback
-  fires in the same advance when it falls due within it;
+* timers fire in due order; timers due at the same instant fire in an order drawn from the
+  seeded source a server hands the clock (:meth:`VirtualClock.draw_ties_from`; nats-server's
+  timers are goroutines, which promise no order), in scheduling order on a clock no server
+  seeded; a timer scheduled by a firing callback fires in the same advance when it falls due
+  within it;
 * once a server binds the clock to its event loop, timers fire only on that loop:
   :meth:`VirtualClock.advance` called from another thread hands the work to the loop and
   returns after the due timers have fired and their effects (messages, statuses, advisories)
@@ -149,8 +152,9 @@ class VirtualClock:
     """Time that moves only when told to.
 
     ``advance(seconds)`` moves the clock forward, firing each due timer at its own due time, in
-    due order (ties in scheduling order). Timers scheduled by a firing callback fire in the same
-    call if they fall due within the window.
+    due order (ties in an order drawn from :meth:`draw_ties_from`'s source, else in scheduling
+    order). Timers scheduled by a firing callback fire in the same call if they fall due within
+    the window.
     """
 
     virtual = True
@@ -160,6 +164,8 @@ class VirtualClock:
         self._now = 0  # nanoseconds since the clock was created
         self._heap: list[tuple[int, int, VirtualTimer]] = []
         self._seq = itertools.count()
+        self._order: Callable[[], int] = self._seq.__next__  # a timer's place among its ties
+        self._ties_seeded = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._settle: Callable[[], None] | None = None
@@ -190,12 +196,27 @@ class VirtualClock:
     def _schedule(self, when: int, callback: Callable[..., Any], args: tuple,
                   housekeeping: bool) -> VirtualTimer:
         timer = VirtualTimer(when, callback, args, housekeeping)
-        heapq.heappush(self._heap, (when, next(self._seq), timer))
+        heapq.heappush(self._heap, (when, self._order(), timer))
         self._scheduled()
         return timer
 
     def _scheduled(self) -> None:
         """A timer was added (the auto clock wakes up to consider a jump)."""
+
+    def draw_ties_from(self, source: Any) -> None:
+        """Order timers due at the same instant by draws from ``source`` (a
+        :class:`~minijs.randomness.RandomSource`; a server hands its own, the stream
+        ``timers``): the same seed, the same order. The first source given is kept (servers
+        sharing one clock share its order)."""
+        if self._ties_seeded:
+            return
+        self._ties_seeded = True
+        bits, seq = source.getrandbits, self._seq
+
+        def order() -> int:
+            return (bits(24) << 40) | next(seq)
+
+        self._order = order
 
     async def sleep(self, delay: float) -> None:
         future = asyncio.get_running_loop().create_future()

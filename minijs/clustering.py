@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import random
 from typing import Any
 
 from minijs.clock import Clock, make_clock
@@ -34,7 +33,8 @@ from minijs.config import ServerConfig
 from minijs.control.faults import FaultInjector, FaultRule
 from minijs.core.routes import Routes
 from minijs.log import NULL_LOGGER, Logger
-from minijs.server import Server
+from minijs.randomness import RandomSource, server_source
+from minijs.server import Server, _loop_clock_now
 
 #: How many nodes an in-process cluster may have.
 MIN_NODES, MAX_NODES = 2, 5
@@ -63,7 +63,8 @@ class Node:
         self.index = index
         self.name = name
         self.config = config
-        self.server = Server(config, clock=cluster.clock, logger=logger, membership=self)
+        self.server = Server(config, clock=cluster.clock, logger=logger, membership=self,
+                             seed=cluster.randomness.child(name))
         #: The private file-store directory a kill or crash keeps for the restart.
         self._temp_dir: str | None = None
 
@@ -218,7 +219,7 @@ class NodeEnv:
     def disk(self, group: str, peers: list[str], *, durable: bool) -> RaftDisk:
         return self.cluster.raft_disk(self.name, group, peers, durable)
 
-    def rng(self, purpose: str) -> random.Random:
+    def rng(self, purpose: str) -> RandomSource:
         return self.cluster.rng(f"{self.name}/{purpose}")
 
     def make_raft(self, group: str, disk: RaftDisk, fsm: Any) -> RaftNode:
@@ -234,7 +235,8 @@ class Cluster:
     """N nodes in this process, on one clock and one network (``Server(cluster_size=N)``)."""
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
+                 logger: Logger | None = None, seed: "int | RandomSource | None" = None,
+                 loop_clock: bool = False, **overrides: Any) -> None:
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
@@ -248,12 +250,18 @@ class Cluster:
             raise ClusterError(f"cluster_tags names {unknown[0]!r}, which is not a node of this "
                                f"cluster (the nodes are: {', '.join(names)})")
         self.config = config
+        #: Every random choice of the cluster and its nodes (election timeouts, placement,
+        #: ids, queue picks) draws from this source, per node and purpose (:meth:`rng`).
+        self.randomness = server_source(seed)
+        self._loop_clock: bool | None = None
+        if loop_clock:
+            clock, self._loop_clock = _loop_clock_now(clock)
         self.clock: Clock = make_clock(clock)
+        draw_ties = getattr(self.clock, "draw_ties_from", None)
+        if draw_ties is not None:
+            draw_ties(self.randomness.child("timers"))
         self.log = logger or NULL_LOGGER
         self.name = config.cluster_name or DEFAULT_CLUSTER_NAME
-        #: Every random choice of the cluster (election timeouts, placement, ids) derives
-        #: from this seed, per node and purpose (:meth:`rng`).
-        self.seed = 0
         self.network = Network(self.clock, self.rng("network"))
         #: Each node's durable Raft state by group: (node, group) -> (RaftDisk, durable).
         self._disks: dict[tuple[str, str], tuple[RaftDisk, bool]] = {}
@@ -272,9 +280,14 @@ class Cluster:
         #: The node that starts the first meta election (the others wait for it).
         self.bootstrap_node = self.rng("bootstrap").choice(names)
 
-    def rng(self, purpose: str) -> random.Random:
-        """A random source for ``purpose``, derived from the cluster's seed."""
-        return random.Random(f"{self.seed}/{purpose}")
+    @property
+    def seed(self) -> int:
+        """The seed of every random choice the cluster makes: pass it again to repeat them."""
+        return self.randomness.seed
+
+    def rng(self, purpose: str) -> RandomSource:
+        """The random source for ``purpose``, derived from the cluster's seed."""
+        return self.randomness.child(purpose)
 
     def raft_disk(self, node: str, group: str, peers: list[str], durable: bool) -> RaftDisk:
         """A node's durable Raft state of ``group`` (kept across its restarts when
@@ -314,6 +327,8 @@ class Cluster:
         """Start every node; returns once each is listening and linked to the others."""
         if self.running:
             return
+        if self._loop_clock is not None:
+            self._resolve_loop_clock()
         self._stopped = asyncio.Event()
         for node in self.nodes:
             await node.server.start()
@@ -352,6 +367,22 @@ class Cluster:
             self.log.error(f"Error writing ports file ({path}): {exc}")
             return
         self._ports_file = path
+
+    def _resolve_loop_clock(self) -> None:
+        """``loop_clock=True``: the loop the cluster starts in runs on the cluster's clock
+        (the loop's own if another server put it on server time already)."""
+        from minijs.loopclock import installed_clock
+
+        loop = asyncio.get_running_loop()
+        clock = installed_clock(loop)
+        if clock is None:
+            self.clock.install(loop)  # type: ignore[attr-defined]
+        elif clock is not self.clock:
+            self.clock = clock
+            self.network.clock = clock
+            for node in self.nodes:
+                node.server.clock = clock
+        self._loop_clock = None
 
     async def _elect_after_restart(self) -> None:
         """Every node is back: the groups that lost their leaders elect at once."""

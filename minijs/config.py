@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minijs.authconfig import AccountConnLimits, Export, Import, Mapping, User
+    from minijs.tlsconfig import TlsOptions
+    from minijs.wsconfig import WebsocketOptions
 
 #: The nats-server release whose externally visible behaviour minijs matches. Clients switch
 #: features on the advertised version (nats-py needs >= 2.9 for the named consumer API).
@@ -205,6 +207,12 @@ class ServerConfig:
     #: ``server_tags`` (lower-cased, no repeats): shown in ``/varz`` as ``tags``; a single
     #: server does not match stream placement tags against them, nor does nats-server
     tags: tuple[str, ...] = ()
+    #: ``tls { }`` or ``--tls``: TLS for client connections (minijs.tlsconfig.TlsOptions)
+    tls: TlsOptions | None = None
+    #: ``allow_non_tls``: with TLS configured, clients may also connect in plain text
+    allow_non_tls: bool = False
+    #: ``websocket { }``: a websocket listener (minijs.wsconfig.WebsocketOptions)
+    websocket: WebsocketOptions | None = None
     control: bool = False  # minijs extension: serve the $MINIJS.> control plane
     #: minijs extension: this many nodes in one process (1: one server; 2 to 5: an in-process
     #: cluster, see :mod:`minijs.cluster`).

@@ -616,6 +616,10 @@ class _Mapper:
                 c["ports_file_dir"] = self.str_(e)
             elif k == "server_tags":
                 c["tags"] = self.server_tags(e)
+            elif k in ("tls", "allow_non_tls", "websocket", "ws"):
+                from minijs import listenconf  # only configs with these blocks load it
+
+                listenconf.take(self, e)
             elif e.used:
                 continue  # a variable definition that a later value referenced
             else:
@@ -1558,7 +1562,7 @@ _ACCOUNT_JS_KEYS = {
 #: ("not supported") rather than "unknown field", and never a silent no-op.
 _UNSUPPORTED: dict[str, set[str]] = {
     "": {
-        "tls", "cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
+        "cluster", "gateway", "leafnodes", "leaf", "mqtt",
         "no_system_account", "no_sys_acc",
         "trusted", "trusted_keys", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
@@ -1567,7 +1571,7 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "disable_sublist_cache", "no_sublist_cache", "connect_error_reports",
         "reconnect_error_reports", "default_js_domain", "logfile_size_limit",
         "log_size_limit", "logfile_max_num", "log_max_files", "max_closed_clients", "ocsp",
-        "ocsp_cache", "allow_non_tls", "max_subscription_tokens",
+        "ocsp_cache", "max_subscription_tokens",
         "subject_mappings", "no_header_support", "disable_short_first_ping", "proxies",
         "write_timeout", "nkeys", "users", "tls_timeout", "jetstream_max_memory",
         "jetstream_max_storage", "max_outstanding_catchup", "system_account_name",
@@ -1589,6 +1593,10 @@ def parse_config(text: str, base: ServerConfig | None = None, *, path: str | Non
     mapper.top(parse_text(text, path))
     mapper.check_auth()
     mapper.check_imports()
+    if "tls" in mapper.changes or "websocket" in mapper.changes:
+        from minijs import listenconf
+
+        listenconf.finish(mapper)
     return base.with_overrides(**mapper.changes)
 
 

@@ -382,6 +382,11 @@ class Monitor:
         }
         if config.auth_required:
             v["auth_required"] = True
+        if config.tls is not None:
+            if not config.allow_non_tls:
+                v["tls_required"] = True
+            if config.tls.verify:
+                v["tls_verify"] = True
         v["max_connections"] = config.max_connections
         if config.max_subscriptions > 0:
             v["max_subscriptions"] = config.max_subscriptions
@@ -397,10 +402,16 @@ class Monitor:
             "max_payload": config.max_payload,
             "max_pending": config.max_pending,
         })
+        listener = getattr(server, "websocket", None)
+        if listener is not None:
+            from minijs.core.tlsmonitor import websocket_varz
+
+            v["websocket"] = websocket_varz(listener)
         jetstream = self._jetstream()
         if jetstream is not None:
             v["jetstream"] = jetstream
         v.update({
+            "tls_timeout": _num(config.tls.timeout) if config.tls is not None else 2,
             "write_deadline": _ns(config.write_deadline),
             "start": rfc3339(start),
             "now": rfc3339(now),
@@ -428,6 +439,12 @@ class Monitor:
         })
         if server.config.tags:  # nats-server leaves out an empty list
             v["tags"] = list(server.config.tags)
+        if config.tls is not None and config.tls.cert_file:
+            from minijs.core.tlsmonitor import cert_not_after
+
+            not_after = cert_not_after(config.tls.cert_file)
+            if not_after:
+                v["tls_cert_not_after"] = not_after
         return v
 
     def _now(self) -> tuple[float, float]:
@@ -532,7 +549,7 @@ class Monitor:
         info: dict[str, Any] = {
             "cid": conn.cid,
             "kind": "Client",
-            "type": "nats",
+            "type": "nats" if getattr(conn, "websocket", None) is None else "websocket",
             "ip": conn.host,
             "port": conn.port,
             "start": rfc3339(conn.start_time),
@@ -558,6 +575,11 @@ class Monitor:
             value = getattr(conn, field, "")
             if value:
                 info[field] = value
+        tls = getattr(conn, "tls", None)
+        if tls is not None:
+            from minijs.core.tlsmonitor import connz_tls
+
+            info.update(connz_tls(tls, auth))
         if auth:
             user = self._authorized_user(conn)
             if user:

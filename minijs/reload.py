@@ -280,6 +280,15 @@ def _check_system_account(server: Any, old_config: Any, new_config: Any) -> str 
 _RESTART = "restart the server to change it"
 
 
+def _listener(name: str) -> Any:
+    """An apply or check of :mod:`minijs.core.tlsreload`, loaded at its first use."""
+    def call(server: Any, old: Any, new: Any) -> Any:
+        from minijs.core import tlsreload
+
+        return getattr(tlsreload, name)(server, old, new)
+    return call
+
+
 def _defaults() -> None:
     """The table: nats-server's reloadable options (its ``diffOptions``), in its order."""
     order = iter(range(1000))
@@ -349,6 +358,11 @@ def _defaults() -> None:
          "config reload of resolver_preload is not supported by minijs: send the new account "
          "JWT to $SYS.REQ.ACCOUNT.<account>.CLAIMS.UPDATE instead"),
         ("tags", "Tags", _line("Reloaded: tags"), None, ""),
+        # TLS certificates and options reload for new connections (minijs.core.tlsreload)
+        ("tls", "TLSConfig", _listener("apply_tls"), _listener("check_tls"), ""),
+        ("allow_non_tls", "AllowNonTLS", None, None, ""),
+        ("websocket", "Websocket", _listener("apply_websocket"),
+         _listener("check_websocket"), ""),
         ("control", "control", None, None,
          "config reload of control is not supported by minijs: " + _RESTART),
         ("control_user", "control_user", None, None,

@@ -27,6 +27,7 @@ from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
 from minijs.core.router import Router
 from minijs.log import Logger
+from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
@@ -82,6 +83,13 @@ class Server(Router):
     ``Server(cluster_size=N)`` with N from 2 to 5 makes an in-process cluster of N nodes
     instead: a :class:`minijs.clustering.Cluster`, which offers the same methods and adds
     ``nodes``, ``partition()``, ``heal()`` and ``cluster()``.
+    ``loop_clock=True`` puts the event loop the server runs in on the server's virtual time
+    (:class:`~minijs.loopclock.LoopClock`): the caller's sleeps and timeouts and the server's
+    timers share one time, which jumps to the next due timer whenever the loop is idle
+    (``clock="virtual"``: only on ``advance``); servers in one loop share its clock.
+    ``seed`` (an int, or a :class:`~minijs.randomness.RandomSource`) seeds every random choice
+    the server makes (:attr:`randomness`; :attr:`seed` says which seed it took when none was
+    given), so a rerun with the same seed makes the same choices.
     """
 
     def __new__(cls, config: ServerConfig | None = None, *args: Any, **kwargs: Any) -> Any:
@@ -93,9 +101,18 @@ class Server(Router):
         return super().__new__(cls)
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 logger: Logger | None = None, membership: Membership | None = None,
+                 logger: Logger | None = None, seed: "int | RandomSource | None" = None,
+                 loop_clock: bool = False, membership: Membership | None = None,
                  **overrides: Any) -> None:
-        super().__init__(config, clock=make_clock(clock), logger=logger, **overrides)
+        randomness = server_source(seed)
+        self._loop_clock: bool | None = None  # auto (True) / virtual (False) until resolved
+        if loop_clock:
+            clock, self._loop_clock = _loop_clock_now(clock)
+        super().__init__(config, clock=make_clock(clock), logger=logger,
+                         randomness=randomness, **overrides)
+        draw_ties = getattr(self.clock, "draw_ties_from", None)
+        if draw_ties is not None:
+            draw_ties(randomness.child("timers"))
         #: This node's place in an in-process cluster (None: a server of its own).
         self.membership = membership
         if membership is not None:
@@ -119,6 +136,8 @@ class Server(Router):
         #: config file, then its flags over it); None: only ``reload(config)`` works.
         self.config_file: str | None = None
         self.config_loader: Callable[[], ServerConfig] | None = None
+        #: The websocket listener (minijs.core.websocket.WebsocketListener) when configured.
+        self.websocket: Any = None
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -126,8 +145,30 @@ class Server(Router):
         """Bind the client port (and the monitor, if configured); log as nats-server does."""
         if self.running:
             return
+        if self._loop_clock is not None:
+            self._resolve_loop_clock()
         self._stopped = asyncio.Event()
         await self._startup()
+
+    def _resolve_loop_clock(self) -> None:
+        """The clock of the loop the server starts in: the loop's own when another server
+        put it on server time already, else this server's (installed now)."""
+        from minijs.loopclock import installed_clock
+
+        loop = asyncio.get_running_loop()
+        clock = installed_clock(loop)
+        if clock is None:
+            self.clock.install(loop)  # type: ignore[attr-defined]
+        elif clock is not self.clock:
+            self.clock = clock
+            clock.draw_ties_from(self.randomness.child("timers"))
+        self._loop_clock = None
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random choice this server makes (``Server(seed=...)``, the pytest
+        plugin's ``--minijs-seed``, or a fresh one): pass it again to repeat them."""
+        return self.randomness.seed
 
     @property
     def faults(self) -> "FaultInjector":
@@ -168,7 +209,17 @@ class Server(Router):
             from minijs.jetstream.storedir import check_store_dir
 
             check_store_dir(config.store_dir)  # as nats-server: before the port is bound
-        await self.listen()
+        if config.websocket is not None and config.websocket.port:
+            await self._start_websocket()  # first, as nats-server: its line comes first
+        if config.tls is not None:
+            from minijs.tlsconfig import TlsConfigError
+
+            try:
+                await self.listen()
+            except TlsConfigError as exc:  # files that changed since the config was read
+                raise StartupError(str(exc)) from None
+        else:
+            await self.listen()
         self.running = True
         if self.membership is not None:
             self.membership.attached(self)
@@ -188,6 +239,8 @@ class Server(Router):
             self.control_plane = ControlPlane(self, target)
             self.control_plane.start()
         log.info(f"Listening for client connections on {_host_port(config.host, self.port)}")
+        if config.tls is not None:
+            _log_tls(log, config)
         if config.ports_file_dir:
             self._write_ports_file(config.ports_file_dir)
         if self.membership is None:
@@ -211,7 +264,6 @@ class Server(Router):
         if the server is stopped meanwhile. Timers on the server clock."""
         if not self.running or self.lame_duck:
             return
-        import random
 
         config = self.config
         self.lame_duck = True
@@ -228,6 +280,7 @@ class Server(Router):
         if spread <= 0:
             spread = 1.0
         share = min(spread / len(clients), 1.0)
+        pauses = self.randomness.child("lame-duck")
         for conn, notice in notices:
             if not conn.closed:
                 conn.send(notice)
@@ -240,7 +293,7 @@ class Server(Router):
             conn.close()
             if i == len(clients) - 1:
                 break
-            await self.clock.sleep(max(random.uniform(0, share), share / 2))
+            await self.clock.sleep(max(pauses.uniform(0, share), share / 2))
             if not self.running:
                 return
         await self.stop()
@@ -288,6 +341,8 @@ class Server(Router):
                 await asyncio.sleep(0)
         if self.membership is not None:
             self.membership.detached(self)
+        if self.websocket is not None:
+            self.websocket.stop()
         if self.control_plane is not None:
             self.control_plane.stop()
             self.control_plane = None
@@ -304,6 +359,9 @@ class Server(Router):
                 conn.flush()
                 conn.close()
         await self.listener_closed()
+        if self.websocket is not None:
+            await self.websocket.closed()
+            self.websocket = None
         unbind = getattr(self.clock, "unbind", None) if self.owns_clock else None
         if unbind is not None:
             unbind()
@@ -311,6 +369,25 @@ class Server(Router):
         await asyncio.sleep(0)
         self.log.info("Server Exiting..")
         return temp_dir
+
+    async def _start_websocket(self) -> None:
+        """Bind the ``websocket { }`` listener (``wsproto`` is loaded only now)."""
+        try:
+            from minijs.core.websocket import WebsocketListener, WebsocketListenError
+        except ImportError as exc:
+            raise StartupError(f"websocket {{ }} needs the wsproto package ({exc.name} is "
+                               "missing): pip install 'minijs[websocket]'") from None
+        listener = WebsocketListener(self, self.config.websocket)
+        try:
+            await listener.start()
+        except WebsocketListenError as exc:
+            raise StartupError(str(exc)) from None
+        self.websocket = listener
+
+    @property
+    def websocket_url(self) -> str | None:
+        """``ws://host:port`` (``wss://`` with TLS) of the websocket listener, or None."""
+        return self.websocket.url if self.websocket is not None else None
 
     def _start_jetstream(self, temp_dir: str | None = None) -> None:
         """Attach the JetStream engine (recovering file streams) and serve its API.
@@ -622,6 +699,31 @@ class Server(Router):
         return list(self._faults.log) if self._faults is not None else []
 
 
+def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
+    """The clock of a ``Server(loop_clock=True)`` and whether it jumps by itself: the running
+    loop's, if one runs (and already has one), else a new :class:`~minijs.loopclock.LoopClock`
+    installed when the server starts."""
+    from minijs.clock import ClockError
+    from minijs.loopclock import LoopClock, installed_clock
+
+    if isinstance(clock, LoopClock):
+        return clock, clock.auto
+    if clock not in (None, "auto", "virtual"):
+        raise ClockError(
+            f"loop_clock=True puts the event loop on the server's virtual time: use "
+            f"clock='auto' (time jumps when the loop is idle) or clock='virtual' (it moves on "
+            f"advance() only), not {clock!r}")
+    auto = clock != "virtual"
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    existing = installed_clock(loop) if loop is not None else None
+    if existing is not None:
+        return existing, existing.auto
+    return LoopClock(auto=auto), auto
+
+
 def _check_account_jetstream_limits(config: ServerConfig) -> None:
     """The configured accounts' JetStream limits must fit the server's, as nats-server checks
     before it starts (a fatal ``Can't start JetStream`` otherwise)."""
@@ -635,6 +737,18 @@ def _check_account_jetstream_limits(config: ServerConfig) -> None:
     except ApiError as exc:
         raise StartupError("Can't start JetStream: Error enabling jetstream on configured "
                            f"accounts: {exc.description} ({exc.err_code})") from None
+
+
+def _log_tls(log: Logger, config: ServerConfig) -> None:
+    """nats-server's lines about TLS for client connections."""
+    tls = config.tls
+    first_only = tls.handshake_first and not tls.fallback_delay
+    if config.allow_non_tls and not first_only:
+        log.info("TLS available for client connections")
+    else:
+        log.info("TLS required for client connections")
+    if first_only:
+        log.warn('Clients that are not using "TLS Handshake First" option will fail to connect')
 
 
 def _snapshots() -> Any:
@@ -698,12 +812,23 @@ class ServerThread:
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
-                 **overrides: Any) -> None:
+                 seed: "int | RandomSource | None" = None, **overrides: Any) -> None:
+        if overrides.get("loop_clock"):
+            from minijs.clock import ClockError
+
+            raise ClockError(
+                "a ServerThread runs its own event loop on another thread, which cannot share "
+                "the test's loop time: start a Server in the test's own loop with "
+                "loop_clock=True (the minijs_async_server fixture with "
+                "@pytest.mark.minijs(clock='auto', loop_clock=True)), or use clock='auto'")
+        overrides.pop("loop_clock", None)
         if config is None:
             overrides.setdefault("port", 0)  # a thread-run test server wants a free port
         self._config = config
         self._overrides = overrides
         self._clock = make_clock(clock)
+        #: Taken here, in the caller's thread (see :func:`minijs.randomness.server_source`).
+        self.randomness = server_source(seed)
         self.server: Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -731,7 +856,8 @@ class ServerThread:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self.server = Server(self._config, clock=self._clock, **self._overrides)
+            self.server = Server(self._config, clock=self._clock, seed=self.randomness,
+                                 **self._overrides)
             loop.run_until_complete(self.server.start())
         except BaseException as exc:  # reported to the starting thread
             self._error = exc
@@ -782,6 +908,11 @@ class ServerThread:
     @property
     def clock(self) -> Clock:
         return self._server().clock
+
+    @property
+    def seed(self) -> int:
+        """The seed of the server's random choices (see :attr:`Server.seed`)."""
+        return self.randomness.seed
 
     def reset(self, *, disconnect: bool = False) -> None:
         self.call(self._server().reset, disconnect=disconnect)

@@ -105,7 +105,7 @@ def test_flags_combine_and_the_last_wins():
     (["-=x"], "bad flag syntax: -=x"),
     (["extra"], 'unrecognized command: "extra"'),
     (["-p", "1", "extra"], 'unrecognized command: "extra"'),
-    (["--tls"], "flag -tls is a nats-server option that minijs does not support"),
+    (["--help_tls"], "flag -help_tls is a nats-server option that minijs does not support"),
     (["--routes", "nats://x:6222"],
      "flag -routes is a nats-server option that minijs does not support"),
     (["-ms", "8443"], "flag -ms is a nats-server option that minijs does not support"),

@@ -9,6 +9,7 @@ import json
 from types import SimpleNamespace
 
 from minijs.jetstream.api.dispatch import AUDIT_SUBJECT, JetStreamApi
+from minijs.randomness import RandomSource
 
 
 class FakeClock:
@@ -27,6 +28,7 @@ class FakeServer:
         self.interest = interest
         self.has_interest = lambda subj: self.interest
         self.clock = FakeClock()
+        self.randomness = RandomSource(1)
         self.server_name = "NTEST"
         self.config = SimpleNamespace(token=config.get("token"), user=config.get("user"))
         self.published: list[tuple[bytes, bytes]] = []

@@ -12,7 +12,6 @@ import nats
 import pytest
 
 from minijs.clock import VirtualClock
-from minijs.jetstream.consumers import consumer as consumer_mod
 from minijs.server import Server
 
 from jsapi import api
@@ -21,13 +20,18 @@ S = 1_000_000_000
 
 
 @pytest.fixture
-async def nc(clock: VirtualClock, tmp_path: Path) -> Any:
-    srv = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"))
-    await srv.start()
+async def srv(clock: VirtualClock, tmp_path: Path) -> Any:
+    server = Server(port=0, jetstream=True, clock=clock, store_dir=str(tmp_path / "js"))
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def nc(srv: Server) -> Any:
     client = await nats.connect(srv.client_url)
     yield client
     await client.close()
-    await srv.stop()
 
 
 async def setup(nc: Any, msgs: int, **config: Any) -> list[Any]:
@@ -63,10 +67,12 @@ async def test_ack_time_is_measured_on_the_server_clock(nc: Any, clock: VirtualC
     assert second["stream_seq"] == 2 and abs(second["ack_time"] - 0.25 * S) < 10_000
 
 
-async def test_sampling_draws_like_nats_server(nc: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_sampling_draws_like_nats_server(srv: Server, nc: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """``rand(100) <= N``: with N = 40 the draws 40 and below are sampled."""
     draws = iter([10, 40, 41, 99])
-    monkeypatch.setattr(consumer_mod.random, "randrange", lambda n: next(draws))
+    monkeypatch.setattr(srv.randomness.child("ack-sampling"), "randrange",
+                        lambda n: next(draws))
     got = await setup(nc, 4, sample_freq="40")
     metrics = await nc.subscribe("$JS.EVENT.METRIC.CONSUMER.ACK.E.c")
     for m in got:

@@ -143,3 +143,37 @@ def test_users_and_accounts_types_load_on_first_use():
               config.DEFAULT_RESPONSE_THRESHOLD)
     """)
     assert out.split() == ["False", "True", "True", "True", "True", "120.0"]
+
+
+LISTENER_MODULES = ("minijs.core.tls", "minijs.core.websocket", "minijs.tlsconfig",
+                    "minijs.wsconfig", "minijs.listenconf", "wsproto", "h11", "cryptography")
+
+
+def test_plain_server_does_not_load_tls_or_websocket():
+    """TLS and websocket code (and wsproto, h11, cryptography) load only for a server
+    configured with them."""
+    out = _run(f"""
+        import asyncio, json, sys
+        from minijs import Server
+        from minijs.cli import build_config
+
+        async def main():
+            server = Server(build_config({{"jetstream": True, "port": -1}}))
+            await server.start()
+            plain = [m for m in {LISTENER_MODULES!r} if m in sys.modules]
+            await server.stop()
+            from minijs.wsconfig import WebsocketOptions
+            ws = Server(port=0, websocket=WebsocketOptions(host="127.0.0.1", port=-1,
+                                                           no_tls=True))
+            await ws.start()
+            loaded = [m for m in ("wsproto", "h11", "minijs.core.websocket") if m in sys.modules]
+            await ws.stop()
+            print(json.dumps({{"plain": plain, "websocket": loaded}}))
+
+        asyncio.run(main())
+    """)
+    import json
+
+    result = json.loads(out)
+    assert result["plain"] == []
+    assert result["websocket"] == ["wsproto", "h11", "minijs.core.websocket"]

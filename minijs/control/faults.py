@@ -18,8 +18,9 @@ kinds of traffic can be caught:
 Invariants:
 
 * a rule fires on its next ``count`` matches (``count=None``: every match) or, with
-  ``fraction``, on that share of matches drawn from a generator seeded by the rule's ``seed``:
-  the same seed and traffic inject the same faults;
+  ``fraction``, on that share of matches drawn from the server's seeded source (the stream
+  ``faults/<rule id>``: see :mod:`minijs.randomness`), or from the rule's own ``seed`` when it
+  has one: the same seed and traffic inject the same faults;
 * every injection is logged at INF (``[INF] minijs fault #<id>: ...``) and recorded in
   :attr:`FaultInjector.log`; a rule whose count is spent is removed;
 * a rule that names a stream or consumer that does not exist is rejected when added
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from minijs.core.subjects import is_valid_subject, subject_matches
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
+from minijs.randomness import RandomSource
 
 #: Status texts nats-server uses for the statuses a rule may answer with.
 STATUS_TEXTS = {
@@ -74,13 +75,13 @@ class FaultRule:
     subject: str = ""
     count: int | None = 1
     fraction: float | None = None
-    seed: int = 0
+    seed: int | None = None
     delay: float = 0.0
     status: int = 0
     description: str = ""
     error: int = 0
     fired: int = 0
-    _rng: random.Random = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _rng: RandomSource = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in dataclasses.asdict(self).items() if not k.startswith("_")}
@@ -94,7 +95,11 @@ class FaultRule:
                 "error": f"answer API error {self.error}"}[self.action]
         many = ("every one" if self.count is None else f"next {self.count}")
         if self.fraction is not None:
-            many += f", fraction {self.fraction:g} (seed {self.seed})"
+            many += f", fraction {self.fraction:g}"
+            if self.seed is not None:
+                many += f" (seed {self.seed})"
+            elif self._rng is not None:
+                many += f" (server seed {self._rng.seed})"
         return f"{what} {where} ({many})"
 
 
@@ -123,7 +128,7 @@ class FaultInjector:
     # ------------------------------------------------------------------ adding rules
 
     def drop_deliveries(self, stream: str, consumer: str, count: int | None = 1, *,
-                        fraction: float | None = None, seed: int = 0) -> FaultRule:
+                        fraction: float | None = None, seed: int | None = None) -> FaultRule:
         """Drop the next ``count`` deliveries of a consumer (or a seeded ``fraction`` of them):
         the consumer counts them delivered, so they are redelivered after ``ack_wait``."""
         return self.add(target="deliveries", action="drop", stream=stream, consumer=consumer,
@@ -131,14 +136,14 @@ class FaultInjector:
 
     def delay_deliveries(self, stream: str, consumer: str, seconds: float,
                          count: int | None = 1, *, fraction: float | None = None,
-                         seed: int = 0) -> FaultRule:
+                         seed: int | None = None) -> FaultRule:
         """Deliver the next ``count`` messages of a consumer ``seconds`` late (server clock)."""
         return self.add(target="deliveries", action="delay", stream=stream, consumer=consumer,
                         delay=seconds, count=count, fraction=fraction, seed=seed)
 
     def fail_requests(self, subject: str, *, status: int = 0, description: str = "",
                       error: int = 0, count: int | None = 1, fraction: float | None = None,
-                      seed: int = 0) -> FaultRule:
+                      seed: int | None = None) -> FaultRule:
         """Answer the next ``count`` messages on ``subject`` (a pull request, a publish, an API
         request) with ``status`` (408, 409, 503) or the JSON API ``error`` of that err_code,
         instead of letting them through."""
@@ -150,7 +155,7 @@ class FaultInjector:
                         count=count, fraction=fraction, seed=seed)
 
     def delay_requests(self, subject: str, seconds: float, count: int | None = 1, *,
-                       fraction: float | None = None, seed: int = 0) -> FaultRule:
+                       fraction: float | None = None, seed: int | None = None) -> FaultRule:
         """Hand the next ``count`` messages on ``subject`` on ``seconds`` late (server clock),
         which delays their replies."""
         return self.add(target="requests", action="delay", subject=subject, delay=seconds,
@@ -169,7 +174,8 @@ class FaultInjector:
             raise FaultError(f"bad fault rule: {exc}") from None
         self._validate(rule)
         rule.id = next(self._ids)
-        rule._rng = random.Random(rule.seed)
+        rule._rng = (RandomSource(rule.seed) if rule.seed is not None
+                     else self.server.randomness.child("faults").child(str(rule.id)))
         self.rules.append(rule)
         self._install()
         self.server.log.info(f"minijs fault #{rule.id} added: {rule.describe()}")

@@ -18,7 +18,6 @@ once, at that moment, before its subscriptions go and before the last output is 
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 from typing import Any, Protocol
 
@@ -67,6 +66,8 @@ class ConnectionOwner(Protocol):
     def send_trace(self, trace: msgtrace.MsgTrace) -> None: ...
     #: Accounts' ``msg_trace`` (destination, sampling percent), by account name.
     account_traces: dict[str, tuple[str, int]]
+    #: The server's seeded source of random draws (:mod:`minijs.randomness`).
+    randomness: Any
     #: Accounts' ``limits { }`` (an AccountConnLimits), by account name.
     account_conn_limits: dict[str, Any]
 
@@ -173,6 +174,12 @@ class Connection(asyncio.Protocol):
         self.host = ""
         self.port = 0
         self.start_time = 0.0
+        #: The TLS session (minijs.core.tls.TlsSession) once a TLS layer below this
+        #: connection finished its handshake; None for plain text.
+        self.tls: Any = None
+        #: The websocket session (minijs.core.websocket.WebsocketSession) of a client of the
+        #: websocket listener; None for a NATS client.
+        self.websocket: Any = None
         # Output side.
         self._out: list[bytes] = []
         self._out_size = 0
@@ -202,6 +209,8 @@ class Connection(asyncio.Protocol):
         self.last_in = REAL_CLOCK.monotonic()
         peer = transport.get_extra_info("peername") or ("", 0)
         self.host, self.port = peer[0], peer[1]
+        if self.host.startswith("::ffff:") and "." in self.host:
+            self.host = self.host[7:]  # IPv4 on a dual-stack listener, as Go reports it
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -219,9 +228,11 @@ class Connection(asyncio.Protocol):
         if len(server.connections) > server.config.max_connections:
             self.fail(ERR_MAX_CONNECTIONS)
             return
-        if server.config.auth_required:
-            self._auth_timer = REAL_CLOCK.call_later(server.config.auth_timeout,
-                                                     self._auth_expired)
+        required, timeout = server.config.auth_required, server.config.auth_timeout
+        if self.websocket is not None:  # the websocket block's own authentication
+            required, timeout = self.websocket.auth_settings(required, timeout)
+        if required:
+            self._auth_timer = REAL_CLOCK.call_later(timeout, self._auth_expired)
         self._schedule_ping(first=True)
         server.log.debug(f"{self.host}:{self.port} - cid:{self.cid} - Client connection created")
 
@@ -372,12 +383,19 @@ class Connection(asyncio.Protocol):
 
     # ----------------------------------------------------------------- keep-alive and auth
 
+    def _ping_interval(self) -> float:
+        """``ping_interval``: the server's, or the websocket block's for its clients."""
+        ws = self.websocket
+        if ws is not None and ws.options.ping_interval > 0:
+            return ws.options.ping_interval
+        return self.server.config.ping_interval
+
     def _schedule_ping(self, first: bool = False) -> None:
-        interval = self.server.config.ping_interval
+        interval = self._ping_interval()
         if first:
             # nats-server sends its first PING early: min(interval, 2 s) plus up to 20 %.
             delay = min(interval, 2.0)
-            delay += delay * 0.2 * random.random()
+            delay += delay * 0.2 * self.server.randomness.child("ping").random()
         else:
             delay = interval
         self._ping_timer = REAL_CLOCK.call_later(delay, self._ping_tick)
@@ -389,7 +407,7 @@ class Connection(asyncio.Protocol):
         now = REAL_CLOCK.monotonic()
         config = self.server.config
         need_rtt = self.rtt == 0.0 or now - self.rtt_start > RTT_REFRESH
-        if now - self.last_in > config.ping_interval or need_rtt:
+        if now - self.last_in > self._ping_interval() or need_rtt:
             if self.pings_out + 1 > config.ping_max:
                 self.server.log.debug(f"cid:{self.cid} - Stale Client Connection - Closing")
                 self.fail(ERR_STALE)
@@ -488,6 +506,8 @@ class Connection(asyncio.Protocol):
         self.name = opts.get("name", "")
         self.lang = opts.get("lang", "")
         self.version = opts.get("version", "")
+        if self.websocket is not None:  # credentials a browser sent as cookies
+            self.websocket.fill_connect(opts)
         if not self._authenticate(opts):
             # nats-server's authViolation log line.
             if opts.get("nkey"):
@@ -539,6 +559,10 @@ class Connection(asyncio.Protocol):
             if verdict is not None:
                 return verdict
         config = server.config
+        if self.websocket is not None or (config.tls is not None and config.tls.map_users):
+            from minijs.core import listenerauth  # websocket and certificate-mapped users
+
+            return listenerauth.authenticate(self, opts)
         if config.token:
             return opts.get("auth_token") == config.token
         if config.user:
@@ -615,7 +639,8 @@ class Connection(asyncio.Protocol):
                 and b"traceparent" in header.lower())):
             skip, trace, rewritten = msgtrace.start(
                 header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
-                self.account, server.account_traces.get(self.account))
+                self.account, server.account_traces.get(self.account),
+                server.randomness.child("trace-sampling").randrange)
             if skip:
                 return  # trace-only with an unusable destination: dropped, as nats-server does
             if rewritten is not None:

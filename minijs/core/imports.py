@@ -25,8 +25,7 @@ Invariants:
 """
 from __future__ import annotations
 
-import random
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from minijs.authconfig import Export, Import, Mapping
 from minijs.core.msgtrace import go_json, go_time
@@ -35,6 +34,7 @@ from minijs.core.sublist import Subscription
 from minijs.core.transform import (
     SubjectTransform, _index_placeholders, _MappingError, _new_subject_transform,
 )
+from minijs.randomness import RandomSource
 
 __all__ = ["AccountLinks", "Mappings", "check_imports", "install"]
 
@@ -46,8 +46,8 @@ TRACE_DISABLED = b"trace disabled"
 _REPLY_PREFIX = b"_R_."
 
 
-def _rand_token(n: int = 6) -> str:
-    return "".join(random.choice(_BASE62) for _ in range(n))
+def _rand_token(randomness: RandomSource, n: int = 6) -> str:
+    return randomness.text(_BASE62, n)
 
 
 def _is_literal(subject: str) -> bool:
@@ -202,22 +202,28 @@ def check_imports(accounts: Iterable[str], exports: Iterable[Export],
 
 class Mappings:
     """An account's subject mappings (``selectMappedSubject``): the first mapping whose
-    source matches picks a destination by weight; the subject is transformed by it."""
+    source matches picks a destination by weight (``draw(100)``) and the subject is transformed
+    by it (``bits(31)`` for ``{{random(n)}}``); both draws come from the server's seeded
+    source."""
 
-    __slots__ = ("_literal", "_wild")
+    __slots__ = ("_literal", "_wild", "_draw")
 
-    def __init__(self, mappings: Iterable[Mapping]) -> None:
+    def __init__(self, mappings: Iterable[Mapping], draw: Callable[[int], int] | None = None,
+                 bits: Callable[[int], int] | None = None) -> None:
+        self._draw = draw or RandomSource().randrange
+        bits = bits or RandomSource().getrandbits
         self._literal: dict[bytes, list[tuple[SubjectTransform, int]]] = {}
         self._wild: list[tuple[str, list[tuple[SubjectTransform, int]]]] = []
         for m in mappings:
-            dests = self._destinations(m)
+            dests = self._destinations(m, bits)
             if _is_literal(m.source):
                 self._literal.setdefault(m.source.encode(), dests)
             else:
                 self._wild.append((m.source, dests))
 
     @staticmethod
-    def _destinations(m: Mapping) -> list[tuple[SubjectTransform, int]]:
+    def _destinations(m: Mapping, bits: Callable[[int], int] | None = None
+                      ) -> list[tuple[SubjectTransform, int]]:
         listed = {d for d, _ in m.dests}
         dests = [(d, w) for d, w in m.dests]
         total = sum(w for _, w in dests)
@@ -229,7 +235,7 @@ class Mappings:
         out, cum = [], 0
         for d, w in dests:
             cum += w
-            out.append((SubjectTransform(m.source, d), cum))
+            out.append((SubjectTransform(m.source, d, bits), cum))
         return out
 
     def map(self, subject: bytes) -> bytes:
@@ -245,7 +251,7 @@ class Mappings:
         if len(dests) == 1 and dests[0][1] == 100:
             tr = dests[0][0]
         else:
-            w = random.randrange(100)
+            w = self._draw(100)
             for tr, cum in dests:
                 if w < cum:
                     break
@@ -337,7 +343,9 @@ class AccountLinks:
         self.services: list[_ServiceImport] = []
         #: response imports living in this (the exporting) account: _R_ subject -> where to
         self.responses: dict[bytes, _ResponseImport] = {}
-        self.reply_prefix = _REPLY_PREFIX + _rand_token().encode() + b"."
+        #: The names of response imports (``_R_.<prefix>.<token>``), from the server's source.
+        self._names = router.randomness.child("responses")
+        self.reply_prefix = _REPLY_PREFIX + _rand_token(self._names).encode() + b"."
 
     # -- the publish path
 
@@ -452,7 +460,7 @@ class AccountLinks:
         result = exporter.sublist.match(to)
         subs = [sub for sub in result.plain if not sub.closed]
         for members in result.groups.values():
-            sub = _pick(members, None)
+            sub = _pick(members, None, self.router.queue_draw)
             if sub is not None:
                 subs.append(sub)
         for sub in subs:
@@ -492,7 +500,7 @@ class AccountLinks:
                 result = si.target.sublist.match(to)
                 subs = [s for s in result.plain if not s.closed]
                 for members in result.groups.values():
-                    sub = _pick(members, None)
+                    sub = _pick(members, None, self.router.queue_draw)
                     if sub is not None:
                         subs.append(sub)
                 for sub in subs:
@@ -551,9 +559,9 @@ class AccountLinks:
 
     def new_response(self, requester: "AccountLinks", reply: bytes, export: Export,
                      keep: bool = False) -> bytes:
-        subject = self.reply_prefix + _rand_token().encode()
+        subject = self.reply_prefix + _rand_token(self._names).encode()
         while subject in self.responses:
-            subject = self.reply_prefix + _rand_token().encode()
+            subject = self.reply_prefix + _rand_token(self._names).encode()
         rsi = _ResponseImport(requester, reply, export.response_type == "Singleton",
                               export.response_threshold, keep)
         clock = self.router.clock
@@ -697,7 +705,7 @@ def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
             conn.deliver(sub, subject, reply, header, payload)
         delivered += 1
     for members in result.groups.values():
-        sub = _pick(members, origin)
+        sub = _pick(members, origin, router.queue_draw)
         if sub is None:
             continue
         if sub.conn is None:
@@ -772,9 +780,10 @@ def _deliver_sub(router: Any, sub: Subscription, subject: bytes, reply: bytes | 
     stats.out_bytes += len(payload) + (len(header) if header else 0)
 
 
-def _pick(members: list[Subscription], origin: Any) -> Subscription | None:
+def _pick(members: list[Subscription], origin: Any, draw: Callable[[int], int]
+          ) -> Subscription | None:
     n = len(members)
-    start = random.randrange(n) if n > 1 else 0
+    start = draw(n) if n > 1 else 0
     for i in range(n):
         sub = members[(start + i) % n]
         if sub.closed or (sub.conn is not None and sub.conn is origin and not origin.echo):
@@ -803,7 +812,8 @@ def install(router: Any, config: Any) -> dict[str, AccountLinks]:
         by_account.setdefault(m.account, []).append(m)
     for account, maps in by_account.items():
         al = of(account)
-        al.mappings = Mappings(maps)
+        source = router.randomness.child("mappings")
+        al.mappings = Mappings(maps, source.randrange, source.child("random-token").getrandbits)
         al.sublist.mappings = al.mappings
     exports = [e for e in config.exports if e.subject]
     for imp in config.imports:

@@ -22,8 +22,7 @@ goes on with ``Nats-Trace-Dest: trace disabled``. Elsewhere it is passed along u
 from __future__ import annotations
 
 import json
-import random
-from typing import Any
+from typing import Any, Callable
 
 from minijs.config import GLOBAL_ACCOUNT
 
@@ -267,7 +266,8 @@ def _compression(accept: str) -> str:
 
 
 def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any,
-          account: str = GLOBAL_ACCOUNT, account_trace: tuple[str, int] | None = None
+          account: str = GLOBAL_ACCOUNT, account_trace: tuple[str, int] | None = None,
+          draw: Callable[[int], int] | None = None
           ) -> tuple[bool, MsgTrace | None, bytes | None]:
     """nats-server's ``initMsgTrace`` for a client's message: ``(skip, trace, header)``.
 
@@ -275,7 +275,8 @@ def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any
     not be processed at all (a trace-only message whose destination is unusable); ``header`` is
     None, or the header the message goes on with (tracing switched off). ``account_trace`` is
     the account's ``msg_trace`` (destination, sampling percent): a sampled ``traceparent``
-    is traced there (never trace-only), when the sampling draw says so."""
+    is traced there (never trace-only), when the sampling draw (``draw(100)``, the server's
+    seeded source) says so."""
     headers, external = header_map(hdr)
     if not headers:
         return False, None, None
@@ -284,7 +285,7 @@ def start(hdr: bytes, cid: int, name: str, subject: bytes, size: int, clock: Any
         if account_trace is None:
             return False, None, None
         dest, sampling = account_trace
-        if 0 < sampling < 100 and random.randrange(100) > sampling:
+        if 0 < sampling < 100 and draw is not None and draw(100) > sampling:
             return False, None, set_trace_dest(hdr, TRACE_DEST_DISABLED)
     else:
         to = headers.get(TRACE_ONLY)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
-import random
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,6 +31,7 @@ from minijs.core.connection import Connection
 from minijs.core.sublist import InternalSubscriptions, Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
+from minijs.randomness import RandomSource
 
 #: The first client id handed out; nats-server's own internal clients take the ones below.
 FIRST_CLIENT_ID = 5
@@ -47,9 +46,9 @@ class ServerStats:
     slow_consumers: int = 0
 
 
-def _nkey_like(prefix: str) -> str:
+def _nkey_like(prefix: str, randomness: RandomSource) -> str:
     """A 56-character upper-case base32 id like nats-server's public nkeys (N... / X...)."""
-    body = base64.b32encode(os.urandom(35)).decode().rstrip("=")
+    body = base64.b32encode(randomness.randbytes(35)).decode().rstrip("=")
     return (prefix + body)[:56]
 
 
@@ -64,7 +63,8 @@ class Router(InternalSubscriptions):
     """
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | None = None,
-                 logger: Logger | None = None, **overrides: Any) -> None:
+                 logger: Logger | None = None, randomness: RandomSource | None = None,
+                 **overrides: Any) -> None:
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
@@ -75,9 +75,15 @@ class Router(InternalSubscriptions):
         self.config = config
         self.clock: Clock = clock or WallClock()
         self.log: Logger = logger or NULL_LOGGER
-        self.server_id = _nkey_like("N")
+        #: Every random choice of this server and of the floors it hosts is drawn from here
+        #: (each user takes a named child stream: see :mod:`minijs.randomness`).
+        self.randomness: RandomSource = randomness or RandomSource()
+        ids = self.randomness.child("ids")
+        self.server_id = _nkey_like("N", ids)
         self.server_name = config.server_name or self.server_id
-        self.xkey = _nkey_like("X")
+        self.xkey = _nkey_like("X", ids)
+        #: ``randrange(n)``: which member of a queue group gets a message.
+        self.queue_draw: Callable[[int], int] = self.randomness.child("queue").randrange
         self.sublist = WatchedSublist()
         #: In a cluster, this node's :class:`~minijs.core.routes.Routes` (the other nodes'
         #: interest as route subscriptions, messages forwarded to them); None otherwise.
@@ -119,6 +125,8 @@ class Router(InternalSubscriptions):
         self.has_interest = self.sublist.has_interest
         self._next_cid = FIRST_CLIENT_ID
         self._listener: asyncio.base_events.Server | None = None
+        #: The client listener's TLS (minijs.core.tls.ClientTls) when TLS is configured.
+        self.client_tls: Any = None
         self._dirty: list[Connection] = []
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -152,9 +160,17 @@ class Router(InternalSubscriptions):
         config = self.config
         self._loop = asyncio.get_running_loop()
         port = config.port if config.port > 0 else 0
-        self._listener = await self._loop.create_server(
-            lambda: Connection(self), host=config.host, port=port, reuse_address=True,
-            backlog=1024)
+        factory: Callable[[], asyncio.Protocol] = lambda: Connection(self)
+        if config.tls is not None:
+            from minijs.core.tls import secure_factory  # only a TLS server loads ssl
+
+            factory = secure_factory(self, factory)
+        sock = dual_stack_socket(config.host, port)
+        if sock is not None:
+            self._listener = await self._loop.create_server(factory, sock=sock, backlog=1024)
+        else:
+            self._listener = await self._loop.create_server(
+                factory, host=config.host, port=port, reuse_address=True, backlog=1024)
         self.port = self._listener.sockets[0].getsockname()[1]
         if self.owns_clock:  # a cluster's nodes share one clock, which the cluster binds
             bind = getattr(self.clock, "bind", None)
@@ -221,9 +237,16 @@ class Router(InternalSubscriptions):
             "port": self.port,
             "headers": True,
         }
-        if config.auth_required and (connect_info or not config.no_auth_user):
+        websocket = conn.websocket if conn is not None else None
+        if websocket is not None:  # the websocket listener's host, port, auth and TLS
+            websocket.info_fields(fields, config.auth_required)
+        elif config.auth_required and (connect_info or not config.no_auth_user):
             # With a no_auth_user, nats-server announces auth only once a client is in.
             fields["auth_required"] = True
+        if config.tls is not None and websocket is None:
+            from minijs.core.tls import info_flags
+
+            fields.update(info_flags(config, conn))
         # After CONNECT, the client's own limit (its account's, when smaller).
         fields["max_payload"] = (conn.parser.max_payload if connect_info and conn is not None
                                  else config.max_payload)
@@ -351,7 +374,7 @@ class Router(InternalSubscriptions):
                     delivered += 1
             if groups:
                 for members in groups.values():
-                    sub = _pick_member(members, origin)
+                    sub = _pick_member(members, origin, self.queue_draw)
                     if sub is None:
                         continue
                     if sub.conn is None:
@@ -399,7 +422,7 @@ class Router(InternalSubscriptions):
                     sent += 1
                 delivered += 1
         for members in result.groups.values():
-            sub = _pick_member(members, origin)
+            sub = _pick_member(members, origin, self.queue_draw)
             if sub is None:
                 continue
             conn = sub.conn
@@ -466,7 +489,7 @@ class Router(InternalSubscriptions):
             if not sub.closed:
                 self._deliver_one(sub, dest, header, payload)
         for members in result.groups.values():
-            sub = _pick_member(members, None)
+            sub = _pick_member(members, None, self.queue_draw)
             if sub is not None:
                 self._deliver_one(sub, dest, header, payload)
 
@@ -527,7 +550,7 @@ class Router(InternalSubscriptions):
             delivered += 1
         if groups:
             for members in groups.values():
-                sub = _pick_member(members, None)
+                sub = _pick_member(members, None, self.queue_draw)
                 if sub is None:
                     continue
                 if sub.conn is None:
@@ -547,7 +570,7 @@ class Router(InternalSubscriptions):
         """One random live member of a queue group among this node's own subscribers (what a
         message routed from a peer for that group goes to)."""
         n = len(members)
-        start = random.randrange(n) if n > 1 else 0
+        start = self.queue_draw(n) if n > 1 else 0
         for i in range(n):
             sub = members[(start + i) % n]
             if not sub.closed and (sub.conn is None or not sub.conn.is_route):
@@ -560,6 +583,26 @@ class Router(InternalSubscriptions):
             if sub.conn is origin and not sub.closed:
                 origin.deliver(sub, reply, None, wire.no_responders_header(subject), b"")
                 return
+
+
+def dual_stack_socket(host: str, port: int) -> Any:
+    """A listening socket for every address, IPv6 and IPv4 alike, when ``host`` is a wildcard
+    (``0.0.0.0``, ``::`` or empty): what Go's ``net.Listen("tcp", ...)`` makes for
+    nats-server, so ``[::1]`` reaches a server started without ``-a``. None for any other
+    host, or where the system has no dual-stack IPv6 (the caller binds as usual)."""
+    import socket
+
+    if host not in ("0.0.0.0", "::", "") or not socket.has_dualstack_ipv6():
+        return None
+    try:
+        sock = socket.create_server(("::", port), family=socket.AF_INET6, dualstack_ipv6=True,
+                                    backlog=1024)
+    except OSError as exc:  # asyncio's wording, which the start-up error line unwraps
+        raise OSError(exc.errno, f"error while attempting to bind on address "
+                                 f"{(host, port)!r}: {(exc.strerror or str(exc)).lower()}"
+                      ) from None
+    sock.setblocking(False)
+    return sock
 
 
 class WatchedSublist(Sublist):
@@ -655,12 +698,14 @@ class WatchedSublist(Sublist):
         return any(not s.closed for s in node.groups.get(queue, ()))
 
 
-def _pick_member(members: list[Subscription], origin: Connection | None) -> Subscription | None:
-    """One random live member of a queue group (not the publisher itself when echo is off).
-    In a cluster a peer node's members (route subscriptions) are candidates like local ones:
-    nats-server spreads a client's messages over every member cluster-wide."""
+def _pick_member(members: list[Subscription], origin: Connection | None,
+                 draw: Callable[[int], int]) -> Subscription | None:
+    """One random live member of a queue group (not the publisher itself when echo is off);
+    ``draw(n)`` picks where the search starts. In a cluster a peer node's members (route
+    subscriptions) are candidates like local ones: nats-server spreads a client's messages
+    over every member cluster-wide."""
     n = len(members)
-    start = random.randrange(n) if n > 1 else 0
+    start = draw(n) if n > 1 else 0
     for i in range(n):
         sub = members[(start + i) % n]
         if sub.closed:

@@ -32,7 +32,6 @@ Semantics worth knowing (all as in nats-server):
 
 from __future__ import annotations
 
-import random as _random
 import re
 from operator import itemgetter
 from typing import Callable
@@ -276,17 +275,19 @@ def _partition_of(key: str, buckets: int) -> str:
 
 
 class _Random:
-    """``{{random(n)}}``: ``rand.Int31() % n`` (``"0"`` when ``n`` is 0)."""
+    """``{{random(n)}}``: ``rand.Int31() % n`` (``"0"`` when ``n`` is 0); ``bits(31)`` is the
+    draw (the server's seeded source)."""
 
-    __slots__ = ("ceiling",)
+    __slots__ = ("ceiling", "bits")
 
-    def __init__(self, ceiling: int) -> None:
+    def __init__(self, ceiling: int, bits: Callable[[int], int]) -> None:
         self.ceiling = abs(ceiling)  # Go: non-negative dividend, so the sign of n is moot
+        self.bits = bits
 
     def __call__(self, toks: list[str], subject: str) -> str:
         if self.ceiling == 0:
             return "0"
-        return str(_random.getrandbits(31) % self.ceiling)
+        return str(self.bits(31) % self.ceiling)
 
 
 # ---- per-token operations on one source token (ASCII fast path, else on UTF-8 bytes) ----
@@ -361,12 +362,14 @@ class SubjectTransform:
     """A compiled ``src`` → ``dest`` subject mapping; see the module docstring.
 
     Raises ``ValueError`` (with nats-server's error text) if the mapping is invalid.
+    ``bits(k)`` draws the ``k`` random bits of a ``{{random(n)}}`` token (a server passes its
+    seeded source's ``getrandbits``; without it, a fresh source of its own).
     """
 
     __slots__ = ("src", "dest", "_identity", "_literal_src", "_const", "_nstoks", "_fwc",
-                 "_lit_get", "_lit_vals", "_parts", "_simple", "_tail", "_fmt")
+                 "_lit_get", "_lit_vals", "_parts", "_simple", "_tail", "_fmt", "_bits")
 
-    def __init__(self, src: str, dest: str) -> None:
+    def __init__(self, src: str, dest: str, bits: Callable[[int], int] | None = None) -> None:
         try:
             _new_subject_transform(src, dest)
         except _MappingError as e:
@@ -376,6 +379,7 @@ class SubjectTransform:
         self.src: str = src
         self.dest: str = dest
         self._identity = dest == "" or (src == ">" and dest == ">")
+        self._bits = bits
         self._literal_src: str | None = None
         self._const: str | None = None
         self._parts: list[_Part] = []
@@ -429,7 +433,12 @@ class SubjectTransform:
             return pos[0]
         self._simple = False
         if kind == "random":
-            return _Random(_int32(_atoi(_fn_args("random", tok)[0].strip(" "))))
+            bits = self._bits
+            if bits is None:
+                from minijs.randomness import RandomSource
+
+                bits = self._bits = RandomSource().getrandbits
+            return _Random(_int32(_atoi(_fn_args("random", tok)[0].strip(" "))), bits)
         args = _fn_args(kind, tok)
         if kind == "partition":
             buckets = _int32(_atoi(args[0].strip(" ")))

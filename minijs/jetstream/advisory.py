@@ -9,18 +9,17 @@ Invariants:
 """
 from __future__ import annotations
 
-import random
+from typing import Any
 
 from minijs.jetstream.bus import MessageBus
 
 _NUID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-#: What ``secrets.choice`` draws from (the OS's randomness), without importing secrets.
-_choice = random.SystemRandom().choice
 
 
-def new_id(n: int = 22) -> str:
-    """A NUID-shaped random id (22 base-62 characters)."""
-    return "".join(_choice(_NUID_ALPHABET) for _ in range(n))
+def new_id(bus: Any, n: int = 22) -> str:
+    """A NUID-shaped random id (22 base-62 characters), drawn from ``bus``'s seeded source
+    (:mod:`minijs.randomness`)."""
+    return bus.randomness.child("ids").text(_NUID_ALPHABET, n)
 
 
 #: Advisories whose Go struct has fields after ``domain``: it goes before these keys.
@@ -43,7 +42,7 @@ class Advisories:
             return
         from minijs.jetstream import jsonfmt as J  # imported by the first advisory heard
 
-        body = {"type": "io.nats.jetstream." + event_type, "id": new_id(),
+        body = {"type": "io.nats.jetstream." + event_type, "id": new_id(bus),
                 "timestamp": J.go_time(bus.clock.time_ns())}
         if self.domain:
             keys = list(fields)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 from minijs.clock import Clock
 from minijs.config import ServerConfig
 from minijs.log import Logger
+from minijs.randomness import RandomSource
 
 #: ``handler(sub, subject, reply, header, payload, origin)`` of an internal subscription.
 Handler = Callable[[Any, bytes, "bytes | None", "bytes | None", bytes, Any], None]
@@ -20,6 +21,8 @@ Handler = Callable[[Any, bytes, "bytes | None", "bytes | None", bytes, Any], Non
 
 class MessageBus(Protocol):
     clock: Clock
+    #: Every random choice is drawn from here (:mod:`minijs.randomness`).
+    randomness: RandomSource
     log: Logger
     config: ServerConfig
     server_name: str

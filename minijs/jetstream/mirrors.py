@@ -448,7 +448,8 @@ class Link:
                                flow_control=True, idle_heartbeat=int(HEARTBEAT * _NS),
                                sourcing=True)
         kind = "mirror" if self.mirror else "src"
-        cfg.deliver_subject = f"$JS.{'M' if self.mirror else 'S'}.{C.generate_consumer_name()}"
+        cfg.deliver_subject = (f"$JS.{'M' if self.mirror else 'S'}."
+                               f"{C.generate_consumer_name(origin.server.randomness)}")
         cfg.metadata = {f"_nats.{kind}.stream": self.target.name,
                         f"_nats.{kind}.acc": self.host.account_name}
         if getattr(self.host, "domain", ""):
@@ -970,7 +971,7 @@ class Replicator:
     def consumer_name(self, link: Link) -> str:
         """The stable name plus the random suffix nats-server gives the direct consumer of a
         limits stream."""
-        return f"{self.stable_consumer_name(link)}-{get_hash(new_id())}"
+        return f"{self.stable_consumer_name(link)}-{get_hash(new_id(link.target.server))}"
 
     def _remove(self, link: Link, *, count: bool = True) -> None:
         """Stop a link whose stream (or config entry) goes away. nats-server asks the origin

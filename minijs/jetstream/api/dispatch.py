@@ -569,7 +569,7 @@ class JetStreamApi:
         if not self.server.has_interest(AUDIT_SUBJECT):
             return
         server = self.server
-        body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": new_id(),
+        body = {"type": "io.nats.jetstream.advisory.v1.api_audit", "id": new_id(server),
                 "timestamp": J.go_time(server.clock.time_ns()),
                 "server": server.server_name,
                 "client": self._client_info(origin),

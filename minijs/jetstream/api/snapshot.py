@@ -161,7 +161,7 @@ class SnapshotSender:
         self.slots = window // chunk
         self.offset = 0
         self.index = 1
-        self.ack_subject = f"$JS.SNAPSHOT.ACK.{stream.name}.{new_id()}"
+        self.ack_subject = f"$JS.SNAPSHOT.ACK.{stream.name}.{new_id(self.server)}"
         self._ack_sub: Any = None
         self._timer: Any = None
         self.done = False
@@ -261,7 +261,7 @@ class RestoreReceiver:
                              "advisory.v1.restore_create", {"stream": cfg.name, "client": client})
         self.server = js.server
         self.cfg = cfg
-        self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{new_id()}"
+        self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{new_id(self.server)}"
         self.parts: list[bytes] = []
         self._sub = self.server.subscribe_internal(self.subject, self._on_chunk)
         self._timer: Any = None

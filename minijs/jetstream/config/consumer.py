@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -990,12 +989,14 @@ def check_workqueue_new(
         check_workqueue_overlap(name or consumer_key(cfg), filters, others)
 
 
-def generate_consumer_name() -> str:
-    """A random 8-character base62 name (auto-named legacy ephemerals)."""
-    return "".join(secrets.choice(_BASE62) for _ in range(8))
+def generate_consumer_name(randomness: Any) -> str:
+    """A random 8-character base62 name (auto-named legacy ephemerals), drawn from the
+    server's seeded source (:mod:`minijs.randomness`)."""
+    return randomness.child("names").text(_BASE62, 8)
 
 
-def assign_name(cfg: ConsumerConfig, taken: Iterable[str] = (), *, file_storage: bool = True) -> str:
+def assign_name(cfg: ConsumerConfig, taken: Iterable[str] = (), *, file_storage: bool = True,
+                randomness: Any = None) -> str:
     """The new consumer's name: durable name (400/10102 if longer than 255 bytes), else ``name``,
     else a fresh random name not in ``taken``; a name that is not a valid asset name → 400/10103.
 
@@ -1010,9 +1011,13 @@ def assign_name(cfg: ConsumerConfig, taken: Iterable[str] = (), *, file_storage:
         name = cfg.name
     else:
         taken = set(taken)
-        name = generate_consumer_name()
+        if randomness is None:
+            from minijs.randomness import RandomSource
+
+            randomness = RandomSource()
+        name = generate_consumer_name(randomness)
         while name in taken:
-            name = generate_consumer_name()
+            name = generate_consumer_name(randomness)
     if not is_valid_asset_name(name):
         raise E.consumer_bad_durable_name()
     if file_storage and len(name.encode()) > MAX_NAME_LEN:

@@ -65,7 +65,6 @@ Invariants:
 """
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from minijs.jetstream.config import consumer as C
@@ -445,7 +444,7 @@ class AckTracking:
         """``sample_freq``: an ack metric for this ack with probability N/100 (as nats-server
         draws it: ``rand(100) <= N``), only when someone subscribes."""
         freq = self._sfreq
-        if freq < 100 and random.randrange(100) > freq:
+        if freq < 100 and self.server.randomness.child("ack-sampling").randrange(100) > freq:
             return
         now = self.clock.time_ns()
         self.stream.engine.advisories.advise(

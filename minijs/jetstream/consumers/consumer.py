@@ -72,7 +72,6 @@ restarts (behavior §4), as :class:`DurableState` describes.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -91,10 +90,9 @@ from minijs.jetstream.store.base import StoredMessage, subject_matches
 if TYPE_CHECKING:
     from minijs.jetstream.streams.stream import Stream
 
-#: What other modules import from here. ``random`` is the module the ack sampling and restore
-#: draw from (tests patch ``consumer.random.randrange``).
+#: What other modules import from here.
 __all__ = ["Consumer", "recover_consumers", "parse_next_request", "NextRequest", "PullRequest",
-           "PriorityGroup", "NEXT_REQUEST", "STATE_PREFIX", "MAX_FLOW_CONTROL", "random"]
+           "PriorityGroup", "NEXT_REQUEST", "STATE_PREFIX", "MAX_FLOW_CONTROL"]
 
 
 class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableState):

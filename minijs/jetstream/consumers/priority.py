@@ -148,7 +148,7 @@ class PriorityGroups:
         if pg is None or not pg.group:
             return False
 
-        self.pin_id = new_id()
+        self.pin_id = new_id(self.server)
         self.pinned_ts = self.clock.time_ns()
         pg.id = self.pin_id
         self._set_pin_timer(pg.group)

@@ -31,7 +31,6 @@ Invariants:
 """
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from minijs.protocol import wire
@@ -172,7 +171,7 @@ class PushDelivery:
         self._hb_timer = self.clock.call_later(hb, self._idle_heartbeat)
 
     def _send_flow_control(self) -> None:
-        suffix = "".join(secrets.choice(_FC_ALPHABET) for _ in range(4))
+        suffix = self.server.randomness.child("flow-control").text(_FC_ALPHABET, 4)
         self.fcid = f"$JS.FC.{self.stream.name}.{self.name}.{suffix}"
         self.fcsz = self.pbytes
         self.server.publish(self._dsubj, self.fcid.encode(),

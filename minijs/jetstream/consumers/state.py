@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import random
 from collections import deque
 from typing import TYPE_CHECKING, Self
 
@@ -145,7 +144,7 @@ class DurableState:
             consumer._np_base(stream.store.last_seq)
         if pending and cfg.ack_policy != "none":
             # nats-server checks restored pending acks after 0.5–1.5 s (or one ack wait).
-            delay = 0.5 + random.randrange(1000) / 1000
+            delay = 0.5 + consumer.server.randomness.child("restore").randrange(1000) / 1000
             aw = consumer.config.ack_wait or C.DEFAULT_ACK_WAIT
             if aw / 1e9 < delay:
                 delay = aw / 1e9 + 0.001
