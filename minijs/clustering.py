@@ -177,12 +177,9 @@ class Node:
         return self.cluster
 
     def bootstraps(self) -> bool:
-        """The cluster's first start: the node it picked; later: a node that starts while no
-        other is up (the whole cluster restarting) campaigns at once."""
-        cluster = self.cluster
-        if not cluster.running:
-            return cluster.bootstrap_node == self.name
-        return not any(n.up for n in cluster.nodes if n is not self)
+        """No node campaigns as it starts: the cluster starts the first election once every
+        node is linked (:meth:`Cluster.start`, :meth:`Cluster.restart`)."""
+        return False
 
     def _peers_changed(self) -> None:
         """connect_urls changed: clients that take async INFO hear the new list."""
@@ -341,6 +338,11 @@ class Cluster:
         for _ in range(4):
             await asyncio.sleep(0)
         if self.config.jetstream:
+            # The first meta election: the node the cluster picked campaigns once every node
+            # is linked (its votes would be lost before).
+            jsc = self.node(self.bootstrap_node).server.jetstream_cluster
+            if jsc is not None:
+                jsc.meta.campaign_now()
             await self._wait_for_meta_leader()
         if self.config.ports_file_dir:
             self._write_ports_file(self.config.ports_file_dir)
