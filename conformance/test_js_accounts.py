@@ -484,3 +484,32 @@ def test_js_accounts_limits_must_fit_the_server(target: str, spawn: SpawnFn, tmp
     stderr = refused_start(target, tmp_path, text)
     assert ("[FTL] Can't start JetStream: Error enabling jetstream on configured accounts: "
             + error) in stderr, stderr
+
+
+SYSTEM_ONLY = """
+authorization { users: [ {user: app, password: app} ] }
+accounts { SYS: { users: [ {user: sys, password: sys} ] } }
+system_account: SYS
+no_auth_user: app
+"""
+
+
+def test_js_accounts_only_a_system_account_keeps_jetstream_global(target: str, spawn: SpawnFn,
+                                                                  tmp_path: Path) -> None:
+    """An accounts block that defines only the system account leaves the global account
+    alone (nats-server's ``globalAccountOnly``): its users have JetStream, the system account
+    answers 503/10039."""
+    conf = f'jetstream {{ store_dir: "{tmp_path}" }}\n' + SYSTEM_ONLY
+    srv = spawn(config=conf)
+    app = JsClient.connect(srv)
+    sys = login(srv, "sys")
+    try:
+        info = app.api("INFO")
+        assert "error" not in info, info
+        assert info["streams"] == 0
+        created = app.api("STREAM.CREATE.G", {"name": "G", "subjects": ["g.>"]})
+        assert "error" not in created, created
+        assert sys.api("INFO")["error"] == NOT_ENABLED
+    finally:
+        app.close()
+        sys.close()

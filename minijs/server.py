@@ -430,6 +430,11 @@ class Server(Router):
         config = self.config
         group = JetStreamGroup(config)
         enabled = dict(config.account_jetstream)
+        others = [a for a in config.accounts if a != config.system_account]
+        if not others and not getattr(config, "operator", None):
+            # Only the system account is configured: nats-server's globalAccountOnly, the
+            # global account gets JetStream with the server's account limits.
+            enabled.setdefault(GLOBAL_ACCOUNT, config.js_account_limits)
         if not config.store_dir and temp_dir is None and enabled:
             temp_dir = tempfile.mkdtemp(prefix="minijs-js-")
         self._shared_temp_dir = temp_dir
@@ -447,6 +452,8 @@ class Server(Router):
             api.start()
             self.account_apis[account] = api
         self.jetstream_group = group
+        if self.membership is not None:
+            self._start_jetstream_cluster()
 
     def _start_jetstream_cluster(self) -> None:
         """This node's share of the cluster's JetStream: the meta group and its replicas."""
@@ -520,6 +527,10 @@ class Server(Router):
         return temp_dir if keep_files or crash else None
 
     def _stop_account_jetstream(self, *, keep_files: bool, crash: bool) -> str | None:
+        jsc = self.jetstream_cluster
+        if jsc is not None:
+            self.jetstream_cluster = None
+            jsc.stop(crash=crash)
         engines = list(self.jetstream_group.engines.values())
         if not crash:
             for engine in engines:

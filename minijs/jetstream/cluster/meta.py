@@ -251,7 +251,7 @@ class JetStreamCluster:
         replica.update_config(cfg)
         if reply and action == "update" and replica.stream is not None and not self._replaying:
             self._respond(reply, "stream_update_response",
-                          replica.stream.info_json(domain=engine.domain))
+                          replica.stream.info_json(domain=engine.domain), bus=engine.server)
 
     def _apply_delete(self, account: str, name: str, reply: bytes | None) -> None:
         key = (account, name)
@@ -266,14 +266,16 @@ class JetStreamCluster:
                 engine.advisories.stream_action(name, "delete")
             replica.delete()
         if reply and sa is not None and self.is_meta_leader():
-            self._respond(reply, "stream_delete_response", {"success": True})
+            engine = self.engine(account)
+            self._respond(reply, "stream_delete_response", {"success": True},
+                          bus=engine.server if engine is not None else None)
 
     def _created(self, reply: bytes, stream: Any) -> None:
         engine = stream.engine
         engine.advisories.stream_action(stream.name, "create")
         info = stream.info_json(domain=engine.domain)
         info["did_create"] = True
-        self._respond(reply, "stream_create_response", info)
+        self._respond(reply, "stream_create_response", info, bus=engine.server)
 
     def replica_leader_changed(self, replica: StreamReplica, leader: str | None) -> None:
         """A replica of this node learned of a new leader of its stream (or of none)."""
@@ -442,13 +444,16 @@ class JetStreamCluster:
             self._respond(reply, rtype, result, api=api)
 
     def _respond(self, reply: bytes, rtype: str, fields: dict | None = None,
-                 error: E.ApiError | None = None, api: Any = None) -> None:
+                 error: E.ApiError | None = None, api: Any = None, bus: Any = None) -> None:
+        """Publish an API reply in the requester's account (``api``'s or ``bus``)."""
         body: dict[str, Any] = {"type": TYPE_PREFIX + rtype}
         if error is not None:
             body["error"] = error.to_json()
         elif fields:
             body.update(fields)
-        self.server.publish(reply, None, None, J.dumps(body))
+        if bus is None:
+            bus = api.server if api is not None else self.server
+        bus.publish(reply, None, None, J.dumps(body))
 
     def lookup_config(self, account: str) -> Callable[[str], "StreamConfig | None"]:
         def lookup(name: str) -> "StreamConfig | None":
@@ -479,7 +484,7 @@ class JetStreamCluster:
             if not C.same_config(cfg, existing.config):
                 raise E.stream_name_exist()
             # Identical: the stream's leader answers with its info (as nats-server forwards).
-            self._forward_info(account, name, reply, "stream_create_response")
+            self._forward_info(account, name, reply, "stream_create_response", api)
             return None
         if sum(1 for k in self.assignments if k[0] == account) >= js.account_limits.max_streams >= 0 \
                 and js.account_limits.max_streams > 0:
@@ -689,7 +694,7 @@ class JetStreamCluster:
             if missing:
                 out["missing"] = missing
             if reply:
-                self._respond(reply, "stream_list_response", out)
+                self._respond(reply, "stream_list_response", out, api=api)
 
         self._gather(account, page, done)
         return None
@@ -717,16 +722,17 @@ class JetStreamCluster:
             out["memory"], out["storage"] = memory, storage
             out["streams"], out["consumers"] = len(names), consumers
             if reply:
-                self._respond(reply, "account_info_response", out)
+                self._respond(reply, "account_info_response", out, api=api)
 
         self._gather(account, names, done)
         return None
 
-    def _forward_info(self, account: str, name: str, reply: bytes | None, rtype: str) -> None:
+    def _forward_info(self, account: str, name: str, reply: bytes | None, rtype: str,
+                      api: Any) -> None:
         def done(infos: dict[str, dict]) -> None:
             info = infos.get(name)
             if reply and info is not None:
-                self._respond(reply, rtype, info)
+                self._respond(reply, rtype, info, api=api)
         self._gather(account, [name], done)
 
     # -- asking the other nodes (node protocol)
