@@ -387,6 +387,9 @@ class Monitor:
                 v["tls_required"] = True
             if config.tls.verify:
                 v["tls_verify"] = True
+        routes = getattr(server, "routes", None)
+        if routes is not None:
+            v["connect_urls"] = routes.connect_urls()
         v["max_connections"] = config.max_connections
         if config.max_subscriptions > 0:
             v["max_subscriptions"] = config.max_subscriptions
@@ -402,6 +405,8 @@ class Monitor:
             "max_payload": config.max_payload,
             "max_pending": config.max_pending,
         })
+        if routes is not None:
+            v["cluster"] = routes.varz()
         listener = getattr(server, "websocket", None)
         if listener is not None:
             from minijs.core.tlsmonitor import websocket_varz
@@ -779,6 +784,9 @@ class Monitor:
             "streams": num_streams, "consumers": num_consumers,
             "messages": messages, "bytes": total_bytes,
         }
+        jsc = getattr(server, "jetstream_cluster", None)
+        if jsc is not None:
+            report["meta_cluster"] = jsc.meta_info()
         if accounts or acc:
             # nats-server lists the accounts in map order; minijs sorts them by name.
             chosen = [(name, e) for name, e in engines if not acc or name == acc]

@@ -454,6 +454,9 @@ class Server(Router):
         self.jetstream_group = group
         if self.membership is not None:
             self._start_jetstream_cluster()
+            system = self.account_apis.get(config.system_account or "")
+            if system is not None:
+                system.system_cluster = self.jetstream_cluster
 
     def _start_jetstream_cluster(self) -> None:
         """This node's share of the cluster's JetStream: the meta group and its replicas."""

@@ -134,6 +134,8 @@ class RaftNode:
         #: applying them rebuilds state rather than reacting to something new.
         self.replay_upto = 0
         self._synced = False
+        #: When a follower last heard from its leader (monotonic), None before.
+        self.last_heard_from_leader: float | None = None
 
     def is_replay(self, index: int) -> bool:
         """Was the entry at ``index`` committed before this member (re)started?"""
@@ -474,6 +476,7 @@ class RaftNode:
         elif self.leader != leader:
             self._set_leader(leader)
         self._arm_election()
+        self.last_heard_from_leader = self.clock.monotonic()
         if self.fsm.needs_snapshot():
             self._send(sender, ("APPENDED", disk.term, False, -1))
             return

@@ -131,6 +131,10 @@ class Routes:
                 urls.append(url)
         return urls
 
+    def varz(self) -> dict[str, Any]:
+        """``/varz``'s ``cluster`` section (an in-process node has no route port)."""
+        return {"name": self.cluster_name}
+
     # ------------------------------------------------------------------ local interest
 
     def interest_changed(self, account: str, sub: Subscription, delta: int) -> None:

@@ -158,8 +158,15 @@ class JetStreamApi:
 
     # ------------------------------------------------------------------ dispatch
 
+    #: In a cluster, the system account's API: its meta-level requests go to the cluster.
+    system_cluster: Any = None
+
     def _on_request(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
                     payload: bytes, origin: Any) -> None:
+        if self.system_cluster is not None and subject.startswith((b"$JS.API.META.",
+                                                                   b"$JS.API.SERVER.")):
+            self.system_cluster.system_request(self, subject, reply, payload)
+            return
         tokens = subject[len(API_PREFIX):].decode("utf-8", "replace").split(".")
         route = self._route(tokens)
         if route is None:

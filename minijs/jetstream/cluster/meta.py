@@ -184,6 +184,8 @@ class JetStreamCluster:
             self._apply_stream(*entry[1:])
         elif kind == "stream-":
             self._apply_delete(*entry[1:])
+        elif kind == "server-":
+            self._apply_server_remove(entry[1])
 
     def snapshot(self) -> Any:
         from minijs.jetstream.config.stream import to_json_dict
@@ -270,6 +272,12 @@ class JetStreamCluster:
             self._respond(reply, "stream_delete_response", {"success": True},
                           bus=engine.server if engine is not None else None)
 
+    def _apply_server_remove(self, name: str) -> None:
+        """A node leaves the meta group: the group counts one member fewer."""
+        if name == self.me:
+            return  # removed: this node goes on, outside the group, until it stops
+        self.meta.set_peers([p for p in self.meta.peers if p != name])
+
     def _created(self, reply: bytes, stream: Any) -> None:
         engine = stream.engine
         engine.advisories.stream_action(stream.name, "create")
@@ -315,6 +323,90 @@ class JetStreamCluster:
         if replicas:
             out["replicas"] = replicas
         return out
+
+    def meta_info(self) -> dict[str, Any]:
+        """``/jsz``'s ``meta_cluster``: the cluster, its meta leader and the other members
+        as this node knows them (a follower tracks only its leader)."""
+        meta = self.meta
+        out: dict[str, Any] = {"name": self.env.cluster_name}
+        leader = meta.leader
+        if leader is not None:
+            out["leader"] = leader
+            out["peer"] = node_hash(leader)
+        known = {r["name"]: r for r in meta.replicas()} if meta.is_leader() else {}
+        now = self.clock.monotonic()
+        replicas = []
+        for peer in sorted(meta.peers):
+            if peer == self.me:
+                continue
+            r = known.get(peer)
+            if peer == leader and not meta.is_leader():
+                heard = meta.last_heard_from_leader
+                r = {"current": True, "active": (now - heard) if heard is not None else 0,
+                     "lag": 0}
+            info: dict[str, Any] = {"name": peer, "current": bool(r and r["current"])}
+            if not self.env.online(peer):
+                info["offline"] = True
+            info["active"] = int(((r or {}).get("active") or 0) * 1_000_000_000)
+            if r and r.get("lag"):
+                info["lag"] = r["lag"]
+            info["peer"] = node_hash(peer)
+            replicas.append(info)
+        if replicas:
+            out["replicas"] = replicas
+        out["cluster_size"] = len(meta.peers)
+        out["quorum_needed"] = meta.quorum
+        out["pending"] = 0
+        out["pending_requests"] = 0
+        out["pending_infos"] = 0
+        out["snapshot"] = {"pending_entries": meta.applied - meta.disk.base,
+                           "pending_size": 0, "last_time": "0001-01-01T00:00:00Z"}
+        return out
+
+    # ------------------------------------------------------------------ system account requests
+
+    def system_request(self, api: Any, subject: bytes, reply: bytes | None,
+                       payload: bytes) -> None:
+        """``$JS.API.META.LEADER.STEPDOWN`` and ``$JS.API.SERVER.REMOVE`` from the system
+        account (only there: nats-server answers nobody else); the meta leader answers."""
+        name = subject.decode("utf-8", "replace")
+        if name == "$JS.API.META.LEADER.STEPDOWN":
+            rtype, handler = "meta_leader_stepdown_response", self._meta_stepdown
+        elif name == "$JS.API.SERVER.REMOVE":
+            rtype, handler = "meta_server_remove_response", self._server_remove
+        else:
+            return
+        if not self.is_meta_leader():
+            if self.meta_leader is None and reply:
+                self._not_available(api, rtype, reply)
+            return
+        try:
+            result = handler(payload)
+        except E.ApiError as err:
+            if reply:
+                self._respond(reply, rtype, error=err, api=api)
+            return
+        if reply:
+            self._respond(reply, rtype, result, api=api)
+
+    def _meta_stepdown(self, payload: bytes) -> dict:
+        return self._step_down(self.meta, payload)
+
+    def _server_remove(self, payload: bytes) -> dict:
+        """``SERVER.REMOVE`` ``{"peer": name}`` or ``{"peer_id": id}``: a member leaves the
+        meta group."""
+        if J.is_empty_request(payload):
+            raise E.bad_request()
+        req = J.decode_strict(payload, {"peer": J.STRING, "peer_id": J.STRING},
+                              "JSApiMetaServerRemoveRequest")
+        peer, peer_id = req.get("peer") or "", req.get("peer_id") or ""
+        if not peer and not peer_id:
+            raise E.bad_request()
+        found = [p for p in self.meta.peers if p == peer or (peer_id and node_hash(p) == peer_id)]
+        if not found:
+            raise E.make(10044)
+        self.meta.propose(("server-", found[0]))
+        return {"success": True}
 
     @property
     def system_account(self) -> str:
