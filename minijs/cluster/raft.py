@@ -136,6 +136,12 @@ class RaftNode:
         self._synced = False
         #: When a follower last heard from its leader (monotonic), None before.
         self.last_heard_from_leader: float | None = None
+        #: Called on the leader after a peer reports progress (a move waits for catch-up).
+        self.on_progress: Callable[[], None] | None = None
+
+    def caught_up(self, peer: str) -> bool:
+        """(Leader) does ``peer`` hold everything committed?"""
+        return peer == self.me or self._match.get(peer, 0) >= self.commit
 
     def is_replay(self, index: int) -> bool:
         """Was the entry at ``index`` committed before this member (re)started?"""
@@ -213,7 +219,12 @@ class RaftNode:
         the new ones up to date at once."""
         old = set(self.disk.peers)
         self.disk.peers = list(peers)
+        if self.state == CANDIDATE and len(self._votes & set(peers)) >= self.quorum:
+            self._become_leader()
+            return
         if self.state != LEADER:
+            if peers == [self.me]:
+                self.campaign_now()
             return
         now = self.clock.monotonic()
         for peer in peers:
@@ -509,6 +520,8 @@ class RaftNode:
         if self.state != LEADER or term != self.disk.term:
             return
         self._heard[sender] = self.clock.monotonic()
+        if self.on_progress is not None:
+            self.on_progress()
         if index < 0:  # its state diverged: it needs a snapshot
             self._next[sender] = 0
             self._replicate(sender)

@@ -80,8 +80,14 @@ class StreamAssignment:
     config: "StreamConfig"
     created: int
     peers: list[str]
+    #: The Raft group's id (fixed for the stream's life) and the name clients see (a stream
+    #: created R1 gets a new one, sized as it grows, when it first becomes replicated).
     group: str
     preferred: str
+    label: str = ""
+    #: While the peers change to another set (a move): the set wanted, and since when.
+    desired: list[str] | None = None
+    desired_created: int = 0
 
 
 class JetStreamCluster:
@@ -191,15 +197,17 @@ class JetStreamCluster:
         from minijs.jetstream.config.stream import to_json_dict
 
         return [(sa.account, to_json_dict(sa.config, dynamic_metadata=False), sa.created,
-                 list(sa.peers), sa.group, sa.preferred) for sa in self.assignments.values()]
+                 list(sa.peers), sa.group, sa.preferred,
+                 {"label": sa.label, "desired": sa.desired})
+                for sa in self.assignments.values()]
 
     def restore(self, data: Any) -> None:
         wanted = {(acc, cfg["name"]) for acc, cfg, *_ in data}
         for key in list(self.assignments):
             if key not in wanted:
                 self._apply_delete(key[0], key[1], None)
-        for acc, cfg, created, peers, group, preferred in data:
-            self._apply_stream(acc, cfg, created, peers, group, preferred, None, "restore")
+        for acc, cfg, created, peers, group, preferred, more in data:
+            self._apply_stream(acc, cfg, created, peers, group, preferred, None, "restore", more)
 
     def conflict(self, index: int) -> None:
         return
@@ -221,20 +229,27 @@ class JetStreamCluster:
     # ------------------------------------------------------------------ assignments
 
     def _apply_stream(self, account: str, cfg_doc: dict, created: int, peers: list[str],
-                      group: str, preferred: str, reply: bytes | None, action: str) -> None:
+                      group: str, preferred: str, reply: bytes | None, action: str,
+                      more: dict | None = None) -> None:
         from minijs.jetstream.config.stream import stream_config_from_dict
 
+        more = more or {}
         cfg = stream_config_from_dict(cfg_doc)
         key = (account, cfg.name)
         old = self.assignments.get(key)
-        self.assignments[key] = StreamAssignment(account, cfg, created, list(peers), group,
-                                                 preferred)
+        sa = self.assignments[key] = StreamAssignment(
+            account, cfg, created, list(peers), group, preferred, more.get("label") or group,
+            more.get("desired"), self.clock.time_ns() if more.get("desired") else 0)
         engine = self.engine(account)
         replica = self.replicas.get(key)
         if self.me not in peers or engine is None:
             if replica is not None:
                 self.replicas.pop(key, None)
                 self._groups.pop(replica.group, None)
+                if replica.raft.is_leader():
+                    # Leaving the group it leads (a move): hand over to a member first.
+                    replica.raft.step_down(next((p for p in peers if p in replica.raft.peers),
+                                                None) or (peers[0] if peers else None))
                 replica.delete()
             return
         if replica is None or replica.group != group:
@@ -250,10 +265,40 @@ class JetStreamCluster:
             return
         if old is not None and list(old.peers) != list(peers):
             replica.raft.set_peers(list(peers))
+        replica.label = sa.label
         replica.update_config(cfg)
+        replica.watch_desired(sa.desired)
         if reply and action == "update" and replica.stream is not None and not self._replaying:
-            self._respond(reply, "stream_update_response",
-                          replica.stream.info_json(domain=engine.domain), bus=engine.server)
+            info = replica.stream.info_json(domain=engine.domain)
+            change = more.get("change")
+            if change:
+                info["cluster"]["desired"] = self._desired_info(change)
+            self._respond(reply, "stream_update_response", info, bus=engine.server)
+
+    def _desired_info(self, change: dict) -> dict[str, Any]:
+        """The ``desired`` object of a reply whose change of peers is under way (2.15): when
+        it started, the cluster, the peers wanted (not for a scale down) and, for a stream,
+        what it was before."""
+        out: dict[str, Any] = {"created": J.go_time(self.clock.time_ns()),
+                               "name": self.env.cluster_name}
+        target = change.get("replicas")
+        if target:
+            out["replicas"] = [{"name": p, "peer": node_hash(p)} for p in target]
+        if change.get("origin"):
+            out["origin"] = change["origin"]
+        return out
+
+    def moved(self, account: str, name: str, target: list[str]) -> None:
+        """A stream's leader says every peer it is moving to has caught up: the move ends
+        (the meta leader takes the old peers out)."""
+        sa = self.assignments.get((account, name))
+        if sa is None or sa.desired != target or not self.is_meta_leader():
+            return
+        from minijs.jetstream.config.stream import to_json_dict
+
+        self.meta.propose(("stream", account, to_json_dict(sa.config, dynamic_metadata=False),
+                           sa.created, list(target), sa.group, sa.preferred, None, "update",
+                           {"label": sa.label, "desired": None}))
 
     def _apply_delete(self, account: str, name: str, reply: bytes | None) -> None:
         key = (account, name)
@@ -289,7 +334,16 @@ class JetStreamCluster:
         """A replica of this node learned of a new leader of its stream (or of none)."""
         return
 
-    def group_info(self, raft: "RaftNode", leader_since: int) -> dict[str, Any]:
+    def report_moved(self, account: str, name: str, target: list[str]) -> None:
+        """(A stream's leader) the peers of a move have caught up: tell the meta leader."""
+        leader = self.meta_leader
+        if leader == self.me:
+            self.moved(account, name, target)
+        elif leader is not None:
+            self.env.send(leader, ("JS", "MOVED", account, name, list(target)))
+
+    def group_info(self, raft: "RaftNode", leader_since: int, label: str | None = None,
+                   peers: list[str] | None = None) -> dict[str, Any]:
         """The ``cluster`` object of stream info, as nats-server's ``clusterInfo`` fills it:
         an R1 group shows its name and leader only; a replicated one its Raft group, leader,
         the system account carrying its traffic and the other peers by name (every peer when
@@ -298,7 +352,8 @@ class JetStreamCluster:
         leader = raft.leader
         if len(raft.peers) == 1:
             return {"name": self.env.cluster_name, "leader": leader or self.me}
-        out: dict[str, Any] = {"name": self.env.cluster_name, "raft_group": raft.group}
+        out: dict[str, Any] = {"name": self.env.cluster_name,
+                               "raft_group": label or raft.group}
         if leader is not None:
             out["leader"] = leader
             if raft.is_leader() and leader_since:
@@ -307,7 +362,7 @@ class JetStreamCluster:
         out["traffic_account"] = self.system_account
         known = {r["name"]: r for r in raft.replicas()} if raft.is_leader() else {}
         replicas = []
-        for peer in sorted(raft.peers):
+        for peer in sorted(peers if peers is not None else raft.peers):
             if peer == leader:
                 continue
             r = known.get(peer)
@@ -619,24 +674,47 @@ class JetStreamCluster:
         cfg = C.check_update(sa.config, cfg, pedantic=pedantic, lookup=lookup,
                              unsupported=False, clustered=True)
         C.check_unsupported(cfg, lookup)
-        peers = list(sa.peers)
+        current = list(sa.peers)
         want = cfg.num_replicas or 1
-        if want > len(peers):
-            extra = self.place(cfg)
-            for p in extra:
-                if len(peers) >= want:
-                    break
-                if p not in peers:
-                    peers.append(p)
-            if len(peers) < want:
+        moved = (cfg.placement or {}) != (sa.config.placement or {})
+        if moved:
+            # A new placement: the peers it allows, those already holding the stream first.
+            fits = self.place(cfg)
+            target = [p for p in current if p in fits][:want]
+            target += [p for p in fits if p not in target][:want - len(target)]
+        elif want > len(current):
+            target = current + [p for p in self.place(cfg) if p not in current]
+            target = target[:want]
+            if len(target) < want:
                 raise E.cluster_no_peers("no suitable peers for placement")
-        elif want < len(peers):
+        elif want < len(current):
             leader = self._leader_of(account, name)
-            keep = [leader] if leader in peers else []
-            keep += [p for p in peers if p not in keep][:want - len(keep)]
-            peers = keep
+            target = [leader] if leader in current else []
+            target += [p for p in current if p not in target][:want - len(target)]
+        else:
+            target = current
+        label = sa.label or sa.group
+        if len(current) == 1 and want > 1:  # first replicated: named for its new size
+            label = self._group_name(target, cfg.storage)
+        origin: dict[str, Any] = {"replicas": len(current)}
+        if moved:
+            origin["placement"] = to_json_dict(sa.config, dynamic_metadata=False).get(
+                "placement", {})
+        more: dict[str, Any] = {"label": label}
+        if set(target) == set(current):
+            peers = current
+        elif set(target) >= set(current) or set(target) <= set(current):
+            peers = target  # grown (new peers catch up) or shrunk: in one step
+            more["change"] = {"replicas": target if len(target) > len(current) else None,
+                              "origin": origin}
+        else:
+            # Moving: the new peers join first; once they hold everything, the stream's leader
+            # tells the meta leader, which takes the old ones out.
+            peers = current + [p for p in target if p not in current]
+            more["desired"] = target
+            more["change"] = {"replicas": target, "origin": origin}
         entry = ("stream", account, to_json_dict(cfg, dynamic_metadata=False), sa.created,
-                 peers, sa.group, sa.preferred, reply, "update")
+                 peers, sa.group, sa.preferred, reply, "update", more)
         self.meta.propose(entry)
         return None
 
@@ -858,6 +936,9 @@ class JetStreamCluster:
         if op == "ASK":
             _, _, gid, account, names = message
             self.env.send(sender, ("JS", "ANS", gid, self._local_infos(account, names)))
+        elif op == "MOVED":
+            _, _, account, name, target = message
+            self.moved(account, name, target)
         elif op == "ANS":
             _, _, gid, infos = message
             state = self._gathers.get(gid)

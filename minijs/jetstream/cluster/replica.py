@@ -56,6 +56,11 @@ class StreamReplica:
         self.on_first_leader: Callable[["Stream"], None] | None = None
         self._led = False
         self.closed = False
+        #: The Raft group's name as clients see it (see the meta module).
+        self.label = group
+        #: While moving: the peers the stream goes to (its leader reports their catch-up).
+        self._desired: list[str] | None = None
+        self._consumer_groups: dict[str, tuple[int, str, int]] = {}
 
     # ------------------------------------------------------------------ store
 
@@ -258,18 +263,48 @@ class StreamReplica:
     # ------------------------------------------------------------------ what clients see
 
     def cluster_info(self) -> dict[str, Any]:
-        return self.host.group_info(self.raft, self.leader_since)
+        info = self.host.group_info(self.raft, self.leader_since, self.label)
+        if self._desired is not None and len(self.raft.peers) > 1:
+            info["desired"] = self.host._desired_info({"replicas": self._desired})
+        return info
+
+    def watch_desired(self, target: list[str] | None) -> None:
+        """A move under way: once every peer of ``target`` has caught up, the leader tells the
+        meta leader (:meth:`JetStreamCluster.moved`)."""
+        self._desired = target
+        self.raft.on_progress = self._check_desired if target else None
+        if target:
+            self._check_desired()
+
+    def _check_desired(self) -> None:
+        target = self._desired
+        raft = self.raft
+        if target is None or not raft.is_leader():
+            return
+        if all(raft.caught_up(p) for p in target):
+            self.host.report_moved(self.account, self.name, target)
 
     def consumer_cluster_info(self, consumer: Any) -> dict[str, Any]:
         """A consumer's ``cluster`` object: a replicated stream's consumers run where the
         stream leads, so their group is the stream's under the consumer's own group name
         (``C-R<n><storage>-<id>``); an R1 consumer shows its name and leader only."""
-        size = consumer.config.num_replicas or len(self.raft.peers)
+        config = consumer.config
+        ephemeral = not config.durable_name
+        size = 1 if ephemeral else min(config.num_replicas or len(self.raft.peers),
+                                       len(self.raft.peers))
+        created, label, last = self._consumer_groups.get(consumer.name, (size, "", 0))
+        if not label and size > 1:  # an R1 consumer has no group; one is made as it grows
+            created = size
+            storage = "M" if config.mem_storage or self.config.storage == "memory" else "F"
+            from minijs.jetstream.cluster.meta import node_hash
+
+            label = f"C-R{created}{storage}-{node_hash(self.group + '/' + consumer.name)}"
+        self._consumer_groups[consumer.name] = (created, label, size)
         if size == 1:
             return {"name": self.host.env.cluster_name, "leader": self.host.me}
-        info = self.host.group_info(self.raft, self.leader_since)
-        storage = "M" if consumer.config.mem_storage or self.config.storage == "memory" else "F"
-        from minijs.jetstream.cluster.meta import node_hash
-
-        info["raft_group"] = f"C-R{size}{storage}-{node_hash(self.group + '/' + consumer.name)}"
+        peers = [self.host.me] + sorted(p for p in self.raft.peers if p != self.host.me)
+        peers = peers[:size]
+        info = self.host.group_info(self.raft, self.leader_since, label, peers)
+        if last and size > last:  # grown since the last report: the reply shows where to
+            info["desired"] = self.host._desired_info({"replicas": sorted(peers)})
         return info
