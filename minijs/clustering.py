@@ -93,14 +93,22 @@ class Node:
         """Shut this node down (its clients are disconnected, its port closed, its links
         cut); what it stored in files stays for :meth:`restart`."""
         self._require(up=True, doing="kill")
+        self._keep_monitor_port()
         self._temp_dir = await self.server._shutdown(keep_files=True)
         self.cluster.forget_volatile(self.name)
 
     async def crash(self) -> None:
         """Like :meth:`kill`, as ``kill -9``: nothing buffered is committed, nobody is told."""
         self._require(up=True, doing="crash")
+        self._keep_monitor_port()
         self._temp_dir = await self.server._shutdown(keep_files=True, crash=True)
         self.cluster.forget_volatile(self.name)
+
+    def _keep_monitor_port(self) -> None:
+        """A restarted node listens where it did: its monitoring port too."""
+        monitor = self.server.monitor
+        if monitor is not None and monitor.port:
+            self.server.config = self.server.config.with_overrides(http_port=monitor.port)
 
     async def restart(self) -> None:
         """Start this node again on the same port with the same store (after a kill or a

@@ -216,6 +216,12 @@ class JetStreamApi:
             self.js.api_total += 1
             self.audit(subject, payload, data, origin)
 
+    @staticmethod
+    def error_extras(rtype: str) -> dict:
+        """The fields an error reply of ``rtype`` carries besides ``error`` (nats-server's
+        response structs keep their zero values there)."""
+        return dict(_ERROR_EXTRAS.get(rtype, {}))
+
     def _not_enabled(self, kind: str, rtype: str, handler: Callable[..., Any], subject: bytes,
                      reply: bytes | None, hdr: bytes | None, payload: bytes, origin: Any) -> None:
         """A request in an account without JetStream."""

@@ -112,6 +112,9 @@ class JetStreamCluster:
         self._next_gather = 0
         self.meta_leader: str | None = None
         self.stopped = False
+        #: Nodes that said they were shutting down (their assets are offline until they are
+        #: back), as nats-server's meta layer learns from a server's shutdown event.
+        self.offline: set[str] = set()
         #: Called when the meta leader changes (the cluster's front door waits for the first).
         self.on_meta_leader: Callable[[str | None], None] | None = None
 
@@ -176,8 +179,13 @@ class JetStreamCluster:
             self._on_js(sender, message)
 
     def link(self, peer: str, up: bool) -> None:
+        if up:
+            self.offline.discard(peer)
         for node in list(self._groups.values()):
             node.link(peer, up)
+        if up:
+            for replica in self.replicas.values():
+                replica.node_back(peer)
 
     # ------------------------------------------------------------------ the meta state machine
 
@@ -343,13 +351,13 @@ class JetStreamCluster:
             self.env.send(leader, ("JS", "MOVED", account, name, list(target)))
 
     def group_info(self, raft: "RaftNode", leader_since: int, label: str | None = None,
-                   peers: list[str] | None = None) -> dict[str, Any]:
+                   peers: list[str] | None = None, leaderless: bool = False) -> dict[str, Any]:
         """The ``cluster`` object of stream info, as nats-server's ``clusterInfo`` fills it:
         an R1 group shows its name and leader only; a replicated one its Raft group, leader,
         the system account carrying its traffic and the other peers by name (every peer when
         it has no leader), each with ``current``, ``active`` (ns since heard), ``lag`` when
         behind and ``peer`` (the hash of its name)."""
-        leader = raft.leader
+        leader = None if leaderless else raft.leader
         if len(raft.peers) == 1:
             return {"name": self.env.cluster_name, "leader": leader or self.me}
         out: dict[str, Any] = {"name": self.env.cluster_name,
@@ -469,10 +477,23 @@ class JetStreamCluster:
 
     def transfer_leaders(self) -> None:
         """A graceful shutdown: every group this node leads hands its leadership to a peer
-        first (nats-server's ``stepdownRaftNodes``), so nothing waits for an election."""
+        first (nats-server's ``stepdownRaftNodes``), so nothing waits for an election. The
+        pull requests waiting on consumers configured with 0 or 1 replicas hear ``409 Server
+        Shutdown`` first (``signalPullConsumers``)."""
+        for replica in self.replicas.values():
+            stream = replica.stream
+            if stream is not None:
+                for consumer in list(stream.consumers.values()):
+                    replicas = consumer.config.num_replicas
+                    # (an R1 consumer that lives on another node is not shutting down)
+                    if replicas == 0 or (replicas == 1 and replica.home_of(consumer) == self.me):
+                        consumer.signal_shutdown()
         for node in list(self._groups.values()):
             if node.is_leader():
                 node.step_down()
+        for peer in self.env.node_names():
+            if peer != self.me:
+                self.env.send(peer, ("JS", "BYE"))
 
     # ------------------------------------------------------------------ placement
 
@@ -561,21 +582,55 @@ class JetStreamCluster:
         replica = self.replicas.get(key)
         if replica is not None and replica.stream is not None:
             leader_handler = _LEADER_HANDLERS.get(rtype)
+            if (rtype == "consumer_info_response" and reply and len(tokens) >= 4
+                    and tokens[3] in replica.offline_consumers):
+                self._later(api, rtype, reply, E.make(10119))
+                return True
             if leader_handler is None:
+                if tokens[:3] == ["CONSUMER", "MSG", "NEXT"]:
+                    self.clock_soon(replica.pulls_changed)
                 return False  # the stream's leader: the normal handler answers
             self._run(api, rtype, leader_handler, tokens, account, reply, hdr, payload)
             return True
-        if key not in self.assignments:
+        sa = self.assignments.get(key)
+        if sa is None:
             if self.is_meta_leader() and reply and rtype:
                 self._respond(reply, rtype, error=E.stream_not_found(), api=api)
             elif self.meta_leader is None and reply and rtype:
                 self._not_available(api, rtype, reply)
             return True
+        if rtype == "stream_info_response" and reply:
+            if replica is not None and replica.raft.leader is None and replica.had_leader:
+                # A leaderless group: its members answer with what they hold (nats-server's
+                # isGroupLeaderless), the cluster object listing every peer.
+                self._respond(reply, rtype, replica.leaderless_info(), api=api)
+            elif self.is_meta_leader() and all(p in self.offline for p in sa.peers):
+                self._later(api, rtype, reply, E.make(10118))
         return True
 
     def _not_available(self, api: Any, rtype: str, reply: bytes) -> None:
-        self.clock.call_later(ERROR_DELAY, self._respond, reply, rtype, None,
-                              E.cluster_not_avail(), api)
+        # nats-server's errRespDelay lets a leader answer first. It is a real-time race guard:
+        # on a virtual clock it would hold the answer until time moves, and in one process a
+        # leader answers within a few loop turns, so a short real wait keeps the order.
+        import asyncio
+
+        delay = 0.01 if self.clock.virtual else ERROR_DELAY
+        asyncio.get_running_loop().call_later(delay, self._respond, reply, rtype, None,
+                                              E.cluster_not_avail(), api)
+
+    def _later(self, api: Any, rtype: str, reply: bytes, error: E.ApiError) -> None:
+        """An error a non-leader sends after nats-server's errRespDelay (see above)."""
+        import asyncio
+
+        delay = 0.01 if self.clock.virtual else ERROR_DELAY
+        asyncio.get_running_loop().call_later(delay, self._respond, reply, rtype, None, error,
+                                              api)
+
+    @staticmethod
+    def clock_soon(callback: Callable[[], None]) -> None:
+        import asyncio
+
+        asyncio.get_running_loop().call_soon(callback)
 
     def _run(self, api: Any, rtype: str, handler: Callable[..., Any], tokens: list[str],
              account: str, reply: bytes | None, hdr: bytes | None, payload: bytes) -> None:
@@ -596,6 +651,8 @@ class JetStreamCluster:
         body: dict[str, Any] = {"type": TYPE_PREFIX + rtype}
         if error is not None:
             body["error"] = error.to_json()
+            if api is not None:
+                body.update(api.error_extras(rtype))
         elif fields:
             body.update(fields)
         if bus is None:
@@ -759,6 +816,10 @@ class JetStreamCluster:
         stream = replica.stream
         if stream is None or tokens[4] not in stream.consumers:
             raise E.consumer_not_found()
+        consumer = stream.consumers[tokens[4]]
+        if consumer.config.num_replicas == 1 or not consumer.config.durable_name:
+            self._stepdown_target(replica.raft, payload)  # (the body is still checked)
+            return {"success": True}  # an R1 consumer: nothing to hand over
         # A replicated stream's consumers run where the stream leads: they move with it.
         return self._step_down(replica.raft, payload)
 
@@ -857,8 +918,17 @@ class JetStreamCluster:
         page = names[offset:offset + 256]
 
         def done(infos: dict[str, dict]) -> None:
-            streams = [infos[n] for n in page if n in infos]
-            missing = [n for n in page if n not in infos]
+            streams = []
+            missing = []
+            for n in page:
+                info = infos.get(n)
+                if info is None:
+                    missing.append(n)
+                    sa = self.assignments.get((account, n))
+                    if sa is not None and all(p in self.offline for p in sa.peers):
+                        streams.append(self._offline_entry(api, sa))
+                else:
+                    streams.append(info)
             out: dict[str, Any] = {"total": len(names), "offset": offset, "limit": 256,
                                    "streams": streams}
             if missing:
@@ -868,6 +938,24 @@ class JetStreamCluster:
 
         self._gather(account, page, done)
         return None
+
+    def _offline_entry(self, api: Any, sa: StreamAssignment) -> dict[str, Any]:
+        """A stream whose every peer shut down, listed from its assignment: its config, no
+        state, and a cluster object naming its offline peers (as nats-server lists it)."""
+        from minijs.jetstream.store import open_store
+        from minijs.jetstream.streams.stream import Stream
+
+        view = Stream(api.js, sa.config, sa.created, open_store("memory"))
+        info = view.info_json(dynamic_metadata=False, cluster=False, domain=api.js.domain)
+        cluster = {"name": self.env.cluster_name, "raft_group": sa.label or sa.group,
+                   "replicas": [{"name": p, "current": False, "offline": True, "active": 0,
+                                 "peer": node_hash(p)} for p in sorted(sa.peers)]}
+        out: dict[str, Any] = {}
+        for key, value in info.items():
+            if key == "ts":
+                out["cluster"] = cluster
+            out[key] = value
+        return out
 
     def _account_info(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
                       payload: bytes) -> dict | None:
@@ -936,6 +1024,8 @@ class JetStreamCluster:
         if op == "ASK":
             _, _, gid, account, names = message
             self.env.send(sender, ("JS", "ANS", gid, self._local_infos(account, names)))
+        elif op == "BYE":
+            self.offline.add(sender)
         elif op == "MOVED":
             _, _, account, name, target = message
             self.moved(account, name, target)

@@ -26,6 +26,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from minijs.jetstream.cluster.store import INDEX_KEY, RecordingStore, dump, load, replay
 
+#: Store metadata: a consumer's waiting pull requests (reply subjects, JSON).
+PULLS_PREFIX = "pulls/"
+#: Store metadata: the node an R1 consumer lives on.
+HOME_PREFIX = "home/"
+
 if TYPE_CHECKING:
     from minijs.jetstream.config.stream import StreamConfig
     from minijs.jetstream.engine import JetStream
@@ -61,6 +66,13 @@ class StreamReplica:
         #: While moving: the peers the stream goes to (its leader reports their catch-up).
         self._desired: list[str] | None = None
         self._consumer_groups: dict[str, tuple[int, str, int]] = {}
+        #: The waiting pull requests last recorded, by consumer.
+        self._pulls: dict[str, tuple[str, ...]] = {}
+        #: Has the group had a leader since this replica started?
+        self.had_leader = False
+        #: R1 consumers whose home node is offline (name -> home): not running here.
+        self.offline_consumers: dict[str, str] = {}
+        self._homes: dict[str, str] = {}
 
     # ------------------------------------------------------------------ store
 
@@ -156,6 +168,8 @@ class StreamReplica:
         return self._diverged
 
     def leader_changed(self, leader: str | None, is_me: bool) -> None:
+        if leader is not None:
+            self.had_leader = True
         if is_me:
             if self._diverged:
                 return  # cannot lead what we do not hold; wait for a snapshot
@@ -185,6 +199,8 @@ class StreamReplica:
         engine.streams[self.name] = stream
         stream.start()
         recover_consumers(stream)
+        self._park_offline_consumers(stream)
+        self._release_pulls(stream)
         engine.replicator.attach(stream)
         if not self._led:
             self._led = True
@@ -203,13 +219,117 @@ class StreamReplica:
         engine.group.forget(stream)
         engine.replicator.detach(stream, deleted=deleted)
         for consumer in list(stream.consumers.values()):
-            if shutdown:
+            if shutdown and consumer.config.num_replicas <= 1:
+                # nats-server's signalPullConsumers tells the pulls of consumers configured
+                # with 0 or 1 replicas; the next leader tells the replicated ones (below).
                 consumer.signal_shutdown()
             consumer.stop()  # a stepped-down leader drops its waiting pulls silently
         stream.stop()
         recording, self.recording = self.recording, None
         if recording is not None and (recording.ops or recording.in_flight):
             self._diverged = True  # writes of ours that may never commit
+
+    # -- waiting pull requests (nats-server's addPendingRequest): known to every replica, so
+    #    a new leader tells them that leadership changed
+
+    def pulls_changed(self) -> None:
+        """A pull request arrived: the set of waiting requests goes with the turn's writes."""
+        stream = self.stream
+        if stream is not None:
+            self.engine.mark_dirty(stream)
+
+    def _record_pulls(self, stream: "Stream", recording: RecordingStore) -> None:
+        for name, consumer in stream.consumers.items():
+            replicated = consumer.config.num_replicas != 1 and bool(consumer.config.durable_name)
+            replies = (tuple(sorted({wr.reply.decode() for wr in consumer.waiting}))
+                       if replicated and consumer.waiting else ())
+            if self._pulls.get(name, ()) != replies:
+                self._pulls[name] = replies
+                key = PULLS_PREFIX + name
+                if replies:
+                    import json
+
+                    recording.put_meta(key, json.dumps(replies).encode())
+                else:
+                    recording.delete_meta(key)
+
+    def _release_pulls(self, stream: "Stream") -> None:
+        """A new leader: every pull request that waited on the old one hears ``409 Leadership
+        Change`` (nats-server's ``checkPendingRequests``)."""
+        import json
+
+        header = b"NATS/1.0 409 Leadership Change\r\n\r\n"
+        publish = stream.server.publish
+        for key, value in list(self.inner.iter_meta(PULLS_PREFIX)):
+            for reply in json.loads(value):
+                publish(reply.encode(), None, header, b"")
+            self.recording.delete_meta(key)  # type: ignore[union-attr]
+        self._pulls = {}
+
+    # -- R1 consumers live on one node (their home): offline while it is shut down
+
+    def _record_homes(self, stream: "Stream", recording: RecordingStore) -> None:
+        for name, consumer in stream.consumers.items():
+            if consumer.config.num_replicas == 1 and name not in self._homes:
+                home = self.inner.get_meta(HOME_PREFIX + name)
+                if home is None:
+                    recording.put_meta(HOME_PREFIX + name, self.host.me.encode())
+                    home = self.host.me.encode()
+                self._homes[name] = home.decode()
+
+    def home_of(self, consumer: Any) -> str:
+        """The node an R1 consumer lives on (this one until recorded)."""
+        return self._homes.get(consumer.name, self.host.me)
+
+    def _park_offline_consumers(self, stream: "Stream") -> None:
+        """A new leader: an R1 consumer whose home node was shut down stays offline there
+        (nats-server's consumer lives on that node), until the node is back."""
+        self._homes = {}
+        for key, value in self.inner.iter_meta(HOME_PREFIX):
+            name, home = key[len(HOME_PREFIX):], value.decode()
+            self._homes[name] = home
+            consumer = stream.consumers.get(name)
+            if consumer is not None and home != self.host.me and home in self.host.offline:
+                consumer.stop()
+                del stream.consumers[name]
+                self.offline_consumers[name] = home
+
+    def node_back(self, peer: str) -> None:
+        """``peer`` is reachable again: its offline R1 consumers run again (on the leader)."""
+        stream = self.stream
+        names = [n for n, home in self.offline_consumers.items() if home == peer]
+        if stream is None or not names:
+            return
+        import json
+
+        from minijs.jetstream.consumers.consumer import Consumer
+        from minijs.jetstream.consumers.state import STATE_PREFIX
+
+        for name in names:
+            del self.offline_consumers[name]
+            raw = self.inner.get_meta(STATE_PREFIX + name)
+            if raw is None or name in stream.consumers:
+                continue
+            consumer = Consumer.restore(stream, json.loads(raw))
+            stream.consumers[consumer.name] = consumer
+            consumer.start()
+
+    def leaderless_info(self) -> dict[str, Any]:
+        """STREAM.INFO from a member of a leaderless group: what this replica holds, and a
+        cluster object without a leader that lists every peer."""
+        from minijs.jetstream.consumers.state import STATE_PREFIX
+        from minijs.jetstream.streams.stream import Stream
+
+        view = Stream(self.engine, self.config, self.created, self.inner)
+        info = view.info_json(cluster=False, domain=self.engine.domain)
+        info["state"]["consumer_count"] = len(self.inner.iter_meta(STATE_PREFIX))
+        cluster = self.host.group_info(self.raft, 0, self.label, leaderless=True)
+        out: dict[str, Any] = {"total": 0, "offset": 0, "limit": 0}
+        for key, value in info.items():
+            out[key] = value
+            if key == "state":
+                out["cluster"] = cluster
+        return out
 
     def _recorded(self) -> None:
         stream = self.stream
@@ -223,6 +343,8 @@ class StreamReplica:
         stream = self.stream
         if recording is None or stream is None:
             return
+        self._record_pulls(stream, recording)
+        self._record_homes(stream, recording)
         ops = recording.take()
         if not ops and not recording.in_flight:
             self.inner.flush()
@@ -300,8 +422,9 @@ class StreamReplica:
 
             label = f"C-R{created}{storage}-{node_hash(self.group + '/' + consumer.name)}"
         self._consumer_groups[consumer.name] = (created, label, size)
-        if size == 1:
-            return {"name": self.host.env.cluster_name, "leader": self.host.me}
+        if size == 1:  # an R1 consumer lives on its home node (see _record_homes)
+            return {"name": self.host.env.cluster_name,
+                    "leader": self._homes.get(consumer.name, self.host.me)}
         peers = [self.host.me] + sorted(p for p in self.raft.peers if p != self.host.me)
         peers = peers[:size]
         info = self.host.group_info(self.raft, self.leader_since, label, peers)
