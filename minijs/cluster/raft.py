@@ -296,6 +296,7 @@ class RaftNode:
         if not candidates:
             return None
         best = max(candidates, key=lambda p: (self._match.get(p, 0), -self.peers.index(p)))
+        self._debug(f"Stepping down, handing over to {best}")
         # Bring it up to date first, then tell it to campaign at once.
         self.transferring = True
         self._replicate(best)
@@ -348,8 +349,14 @@ class RaftNode:
 
     # ------------------------------------------------------------------ roles
 
+    def _debug(self, text: str) -> None:
+        log = self.log
+        if log is not None and log.debug_enabled:
+            log.debug(f"RAFT [{self.me} - {self.group}] {text}")
+
     def _become_candidate(self) -> None:
         disk = self.disk
+        self._debug(f"Switching to candidate (term {disk.term + 1})")
         disk.term += 1
         disk.voted_for = self.me
         self.state = CANDIDATE
@@ -383,6 +390,7 @@ class RaftNode:
         self._arm_election()
 
     def _become_leader(self) -> None:
+        self._debug(f"Switching to leader (term {self.disk.term})")
         self.state = LEADER
         self.transferring = False
         if not self._synced:
@@ -464,6 +472,9 @@ class RaftNode:
         my_last = self._term_at(self.last_index)
         up_to_date = (last_term, last_index) >= (my_last, self.last_index)
         grant = (term == disk.term and disk.voted_for in (None, candidate) and up_to_date)
+        self._debug(f"Vote for {candidate} (term {term}, last {last_term}/{last_index}; ours "
+                    f"{disk.term}, {my_last}/{self.last_index}, voted {disk.voted_for}): "
+                    f"{'granted' if grant else 'refused'}")
         if grant:
             disk.voted_for = candidate
             self._arm_election()

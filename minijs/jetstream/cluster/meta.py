@@ -483,6 +483,7 @@ class JetStreamCluster:
         for replica in self.replicas.values():
             stream = replica.stream
             if stream is not None:
+                replica.flush_now()
                 for consumer in list(stream.consumers.values()):
                     replicas = consumer.config.num_replicas
                     # (an R1 consumer that lives on another node is not shutting down)
@@ -808,6 +809,7 @@ class JetStreamCluster:
     def _stream_stepdown(self, api: Any, tokens: list[str], account: str, reply: bytes | None,
                          payload: bytes) -> dict:
         replica = self.replicas[(account, tokens[3])]
+        replica.flush_now()  # what this turn wrote goes to the log before the hand-over
         return self._step_down(replica.raft, payload)
 
     def _consumer_stepdown(self, api: Any, tokens: list[str], account: str,
@@ -821,6 +823,7 @@ class JetStreamCluster:
             self._stepdown_target(replica.raft, payload)  # (the body is still checked)
             return {"success": True}  # an R1 consumer: nothing to hand over
         # A replicated stream's consumers run where the stream leads: they move with it.
+        replica.flush_now()
         return self._step_down(replica.raft, payload)
 
     def _step_down(self, raft: "RaftNode", payload: bytes) -> dict:

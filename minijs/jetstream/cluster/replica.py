@@ -168,6 +168,10 @@ class StreamReplica:
         return self._diverged
 
     def leader_changed(self, leader: str | None, is_me: bool) -> None:
+        log = self.engine.log
+        if log.debug_enabled:
+            log.debug(f"JetStream stream '{self.account} > {self.name}' leader: {leader} "
+                      f"(diverged: {self._diverged})")
         if leader is not None:
             self.had_leader = True
         if is_me:
@@ -330,6 +334,17 @@ class StreamReplica:
             if key == "state":
                 out["cluster"] = cluster
         return out
+
+    def flush_now(self) -> None:
+        """(Leader) propose what this turn wrote now (before a hand-over), consumers' state
+        writes scheduled for the end of the turn included."""
+        stream = self.stream
+        if stream is None:
+            return
+        for consumer in list(stream.consumers.values()):
+            if getattr(consumer, "_save_scheduled", False):
+                consumer._save_soon()
+        self.engine.flush_now(stream)
 
     def _recorded(self) -> None:
         stream = self.stream
