@@ -227,3 +227,162 @@ class NatsServerProcess:
         minijs_only("inspection")
 
     stream = messages = message = consumer = connections_info = fault_log = streams
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class NatsServerNode(NatsServerProcess):
+    """One nats-server process of a :class:`NatsServerCluster` (its name, its fixed ports)."""
+
+    def __init__(self, name: str, executable: str | None, port: int, args: list[str],
+                 **kw: Any) -> None:
+        super().__init__(executable, args=args, **kw)
+        self.name = name
+        self.port = port
+
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGTERM: the node shuts down (its leaders hand over first)."""
+        self.stop()
+
+    def crash(self) -> None:  # type: ignore[override]
+        """SIGKILL."""
+        self.stop(kill=True)
+
+    def restart(self) -> None:  # type: ignore[override]
+        """Start again on the same ports with the same store (stopping it first if up)."""
+        if self.up:
+            self.stop()
+        self.start()
+
+
+class NatsServerCluster:
+    """Three (or ``size``) nats-server processes with JetStream joined by routes on loopback:
+    the ``--minijs-target=nats-server`` side of ``@pytest.mark.minijs(cluster_size=N)``. Nodes
+    are named ``n1``.., each on fixed ports so a restarted node is where clients look for it;
+    the cluster is ready once JetStream has a meta leader."""
+
+    def __init__(self, size: int, executable: str | None = None, *, user: str | None = None,
+                 password: str | None = None, token: str | None = None,
+                 cluster_name: str = "minijs") -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="minijs-nats-cluster-")
+        self.name = cluster_name
+        self.user, self.password, self.token = user, password, token
+        client_ports = [_free_port() for _ in range(size)]
+        route_ports = [_free_port() for _ in range(size)]
+        routes = ",".join(f"nats://127.0.0.1:{p}" for p in route_ports)
+        self.nodes: list[NatsServerNode] = []
+        for i in range(size):
+            name = f"n{i + 1}"
+            args = ["--cluster", f"nats://127.0.0.1:{route_ports[i]}", "--cluster_name",
+                    cluster_name, "--routes", routes, "-n", name]
+            self.nodes.append(NatsServerNode(
+                name, executable, client_ports[i], args, user=user, password=password,
+                token=token, store_dir=str(Path(self._tmp.name) / name)))
+        self.clock = RealTimeClock()
+        self.faults = _SkipFaults()
+
+    def start(self) -> "NatsServerCluster":
+        errors: list[BaseException] = []
+
+        def start(node: NatsServerNode) -> None:
+            try:
+                node.start()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start, args=(n,)) for n in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            self.close()
+            raise errors[0]
+        self._wait_for_meta_leader()
+        return self
+
+    def _wait_for_meta_leader(self, timeout: float = 30.0) -> None:
+        import json
+        import socket
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.nodes[0].port), timeout=2) as s:
+                    s.recv(4096)
+                    auth = ""
+                    if self.user:
+                        auth = f',"user":{json.dumps(self.user)},"pass":{json.dumps(self.password)}'
+                    elif self.token:
+                        auth = f',"auth_token":{json.dumps(self.token)}'
+                    s.sendall(f'CONNECT {{"verbose":false,"headers":true{auth}}}\r\n'
+                              "SUB _R 1\r\nPUB $JS.API.INFO _R 0\r\n\r\n".encode())
+                    data = b""
+                    while b"MSG _R" not in data or not data.rstrip().endswith(b"}"):
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    if b"account_info_response" in data and b'"error"' not in data:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("the nats-server cluster elected no JetStream meta leader within "
+                           f"{timeout:.0f} s")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
+        self._tmp.cleanup()
+
+    def node(self, name: str) -> NatsServerNode:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise ValueError(f"unknown node {name!r} (the nodes are: "
+                         f"{', '.join(n.name for n in self.nodes)})")
+
+    @property
+    def client_url(self) -> str:
+        live = [n for n in self.nodes if n.up] or self.nodes
+        return live[0].client_url
+
+    @property
+    def client_urls(self) -> list[str]:
+        return [n.client_url for n in self.nodes]
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    def reset(self, *, disconnect: bool = False) -> None:
+        live = next(n for n in self.nodes if n.up)
+        live.reset()
+
+    def partition(self, *groups: Any) -> None:
+        minijs_only("partitioning a cluster")
+
+    heal = partition
+
+    def cluster(self) -> Any:
+        minijs_only("the cluster snapshot")
+
+    def streams(self) -> Any:
+        minijs_only("inspection")
+
+    stream = messages = message = consumer = connections_info = fault_log = streams

@@ -47,7 +47,7 @@ import pytest
 
 from minijs import randomness
 from minijs.server import Server, ServerThread
-from minijs.testing.natsserver import NatsServerProcess, RealTimeClock
+from minijs.testing.natsserver import NatsServerCluster, NatsServerProcess, RealTimeClock
 
 TARGETS = ("minijs", "nats-server")
 _FIXTURE_DEFAULTS = {"port": 0, "jetstream": True, "control": True}
@@ -214,6 +214,13 @@ def _start_nats_server(config: pytest.Config, options: dict[str, Any]) -> NatsSe
         warnings.warn(MinijsRealTimeWarning(
             f"{' and '.join(asked)}: nats-server runs in real time, so this test's waits, "
             "timeouts and timers take real seconds"), stacklevel=3)
+    size = options.get("cluster_size") or 1
+    if size > 1:
+        cluster = NatsServerCluster(
+            size, config.getoption("--minijs-nats-server"), user=options.get("user"),
+            password=options.get("password"), token=options.get("token"))
+        cluster.clock = RealTimeClock(limit=config.getoption("--minijs-real-time-limit"))
+        return cluster.start()
     proc = NatsServerProcess(
         config.getoption("--minijs-nats-server"), user=options.get("user"),
         password=options.get("password"), token=options.get("token"),
@@ -223,7 +230,7 @@ def _start_nats_server(config: pytest.Config, options: dict[str, Any]) -> NatsSe
 
 
 def _stop(server: Any) -> None:
-    if isinstance(server, NatsServerProcess):
+    if isinstance(server, (NatsServerProcess, NatsServerCluster)):
         server.close()
     else:
         server.stop()
