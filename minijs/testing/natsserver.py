@@ -229,12 +229,20 @@ class NatsServerProcess:
     stream = messages = message = consumer = connections_info = fault_log = streams
 
 
-def _free_port() -> int:
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback ports free now (held together while chosen)."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class NatsServerNode(NatsServerProcess):
@@ -277,14 +285,16 @@ class NatsServerCluster:
         self._tmp = tempfile.TemporaryDirectory(prefix="minijs-nats-cluster-")
         self.name = cluster_name
         self.user, self.password, self.token = user, password, token
-        client_ports = [_free_port() for _ in range(size)]
-        route_ports = [_free_port() for _ in range(size)]
+        ports = _free_ports(3 * size)
+        client_ports, route_ports = ports[:size], ports[size:2 * size]
         routes = ",".join(f"nats://127.0.0.1:{p}" for p in route_ports)
         self.nodes: list[NatsServerNode] = []
+        self._monitor_ports = ports[2 * size:]
         for i in range(size):
             name = f"n{i + 1}"
             args = ["--cluster", f"nats://127.0.0.1:{route_ports[i]}", "--cluster_name",
-                    cluster_name, "--routes", routes, "-n", name]
+                    cluster_name, "--routes", routes, "-n", name,
+                    "-m", str(self._monitor_ports[i])]
             self.nodes.append(NatsServerNode(
                 name, executable, client_ports[i], args, user=user, password=password,
                 token=token, store_dir=str(Path(self._tmp.name) / name)))
@@ -309,7 +319,29 @@ class NatsServerCluster:
             self.close()
             raise errors[0]
         self._wait_for_meta_leader()
+        self._wait_healthy()
         return self
+
+    def _wait_healthy(self, timeout: float = 30.0) -> None:
+        """Every node's ``/healthz`` says ok (JetStream in contact with the meta leader and
+        every peer known, so a replicated stream can be placed)."""
+        import urllib.error
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        for port in self._monitor_ports:
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz",
+                                                timeout=2) as resp:
+                        if resp.status == 200:
+                            break
+                except (urllib.error.URLError, OSError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the nats-server cluster did not become healthy within "
+                                       f"{timeout:.0f} s")
+                time.sleep(0.1)
 
     def _wait_for_meta_leader(self, timeout: float = 30.0) -> None:
         import json
