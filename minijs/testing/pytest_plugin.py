@@ -47,7 +47,7 @@ import pytest
 
 from minijs import randomness
 from minijs.server import Server, ServerThread
-from minijs.testing.natsserver import NatsServerProcess, RealTimeClock
+from minijs.testing.natsserver import NatsServerProcess, RealTimeClock, find_nats_server
 
 TARGETS = ("minijs", "nats-server")
 _FIXTURE_DEFAULTS = {"port": 0, "jetstream": True, "control": True}
@@ -99,6 +99,12 @@ def pytest_configure(config: pytest.Config) -> None:
     target = _target(config)
     if target not in TARGETS:
         raise pytest.UsageError(f"MINIJS_TARGET={target!r}: use one of {', '.join(TARGETS)}")
+    if target == "nats-server" and not config.getoption("help", False):
+        # Once for the run, before any test: not the same error in every test that starts one.
+        try:
+            find_nats_server(config.getoption("--minijs-nats-server"))
+        except FileNotFoundError as exc:
+            raise pytest.UsageError(str(exc)) from None
     seed = config.getoption("--minijs-seed")
     config.stash[_SEED] = randomness.fresh_seed() if seed is None else seed
     config.stash[_FAILED_SEEDS] = []
