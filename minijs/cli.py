@@ -20,6 +20,7 @@ PROG = "minijs"
 USAGE = f"""
 Usage: {PROG} [options]
        {PROG} stream|consumer|pub|sub|req|kv ... [-s URL]   (manage any NATS server)
+       {PROG} conformance [--url URL] [--junit FILE] [--report DIR]   (check a server)
 
 A drop-in for nats-server (the flags below mean what they mean there).
 
@@ -88,6 +89,9 @@ Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows th
     req SUBJECT [BODY]                       Send a request, print the reply
     kv add|put|get|del|ls|watch|rm           Key-value buckets
   e.g. {PROG} stream add ORDERS --subjects 'orders.>' --storage memory --defaults -s URL
+
+Conformance (`{PROG} conformance -h`; needs the 'conformance' extra):
+    conformance --url URL [--junit FILE] [--report DIR]   Check a running server
 """
 
 #: First words that hand the command line to :mod:`minijs.manage` (kept here, not imported,
@@ -345,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         from minijs.manage import main as manage_main
 
         return manage_main(list(argv))
+    if argv and argv[0] == "conformance":
+        return _conformance(list(argv[1:]))
     try:
         given = parse_args(argv)
     except UsageError as exc:
@@ -400,6 +406,17 @@ def main(argv: list[str] | None = None) -> int:
         return _run(config, logger, clock, loop, given)
     finally:
         logger.use_file(None)
+
+
+def _conformance(argv: list[str]) -> int:
+    """``minijs conformance ...``: the conformance runner shipped beside minijs."""
+    try:
+        from conformance.__main__ import main as conformance_main
+    except ImportError as exc:  # a partial install: the package is in every wheel
+        print(f"{PROG} conformance: the conformance package is not installed ({exc}); "
+              "reinstall minijs with the 'conformance' extra", file=sys.stderr)
+        return 2
+    return conformance_main(argv, prog=f"{PROG} conformance")
 
 
 def _run(config: Any, logger: Any, clock: str = "wall", loop: str = "asyncio",
