@@ -59,6 +59,8 @@ Test Control (minijs only):
         --control_user <user>        With auth configured, the only user the plane answers
         --clock <wall|virtual|auto>  Server time: real, moved by $MINIJS.CLOCK.ADVANCE, or
                                      jumping to the next timer when idle (also MINIJS_CLOCK)
+        --preload <file>             Create the streams, KV buckets, consumers and messages
+                                     of a JSON file before "Server is ready" (MINIJS_PRELOAD)
 
 Event Loop (minijs only):
         --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
@@ -139,6 +141,7 @@ _flag(("tlsverify",), "tls_verify", "bool")
 _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
+_flag(("preload",), "preload", "str")
 _flag(("loop",), "loop", "str")
 _flag(("sl", "signal"), "signal", "str")
 _flag(("h", "help"), "help", "bool")
@@ -254,7 +257,7 @@ def build_config(given: dict[str, Any]) -> Any:
     overrides: dict[str, Any] = {}
     for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
                  "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user",
-                 "ports_file_dir"):
+                 "ports_file_dir", "preload"):
         if dest in given:
             overrides[dest] = given[dest]
     if "control" not in given and os.environ.get("MINIJS_CONTROL", "") not in ("", "0"):
@@ -262,6 +265,8 @@ def build_config(given: dict[str, Any]) -> Any:
             raise UsageError(f'invalid value "{os.environ["MINIJS_CONTROL"]}" for MINIJS_CONTROL:'
                              " use 1 or 0")
         overrides["control"] = True
+    if "preload" not in given and os.environ.get("MINIJS_PRELOAD"):
+        overrides["preload"] = os.environ["MINIJS_PRELOAD"]
     # As in nats-server, a port flag of 0 means "not given"; -1 (any negative) means random.
     for dest, flag in (("port", "-p"), ("http_port", "-m")):
         value = given.get(dest, 0)

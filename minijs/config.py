@@ -215,6 +215,9 @@ class ServerConfig:
     websocket: WebsocketOptions | None = None
     control: bool = False  # minijs extension: serve the $MINIJS.> control plane
     control_user: str | None = None  # with auth configured, the only user the plane answers
+    #: minijs extension: streams, buckets, consumers and messages created at start, before
+    #: ``Server is ready`` (a JSON file's path, or the same document as a dict; minijs.preload)
+    preload: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

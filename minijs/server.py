@@ -110,7 +110,7 @@ class Server(Router):
         if self._loop_clock is not None:
             self._resolve_loop_clock()
         self._stopped = asyncio.Event()
-        await self._startup()
+        await self._startup(preload=True)
 
     def _resolve_loop_clock(self) -> None:
         """The clock of the loop the server starts in: the loop's own when another server
@@ -142,7 +142,7 @@ class Server(Router):
             self._faults = FaultInjector(self)
         return self._faults
 
-    async def _startup(self, temp_dir: str | None = None) -> None:
+    async def _startup(self, temp_dir: str | None = None, *, preload: bool = False) -> None:
         config = self.config
         log = self.log
         self.start_time = self.clock.time()
@@ -167,6 +167,9 @@ class Server(Router):
             raise StartupError("Not allowed to enable JetStream on the system account")
         if config.jetstream and config.accounts and config.account_jetstream:
             _check_account_jetstream_limits(config)
+        if preload and config.preload is not None and not config.jetstream:
+            raise StartupError("--preload needs JetStream: start the server with -js "
+                               "(jetstream=True)")
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.storedir import check_store_dir
 
@@ -202,7 +205,24 @@ class Server(Router):
             _log_tls(log, config)
         if config.ports_file_dir:
             self._write_ports_file(config.ports_file_dir)
+        if preload and config.preload is not None:  # at start only: a restart() keeps state
+            await self._preload(config.preload)
         log.info("Server is ready")
+
+    async def _preload(self, source: Any) -> None:
+        """Create what the preload names through the server's own ``$JS.API`` (see
+        :mod:`minijs.preload`); a refused entry stops the server and fails the start."""
+        from minijs import preload as P
+
+        request, close = P.internal_requester(self)
+        try:
+            count = await P.apply(source, request)
+        except P.PreloadError as exc:
+            close()
+            await self._shutdown(keep_files=False)
+            raise StartupError(f"Preload failed: {exc}") from None
+        close()
+        self.log.info(f"Preloaded {count} entries from {P.source_name(source)}")
 
     async def stop(self) -> None:
         """Graceful shutdown: stop accepting, flush what clients are owed, close them."""

@@ -174,7 +174,8 @@ class NatsServerProcess:
 
     def __init__(self, executable: str | None = None, *, user: str | None = None,
                  password: str | None = None, token: str | None = None,
-                 store_dir: str | None = None, args: list[str] | None = None) -> None:
+                 store_dir: str | None = None, args: list[str] | None = None,
+                 preload: Any = None) -> None:
         self.executable = find_nats_server(executable)
         self._tmp = tempfile.TemporaryDirectory(prefix="minijs-nats-server-")
         self.store_dir = store_dir or str(Path(self._tmp.name) / "jetstream")
@@ -185,6 +186,10 @@ class NatsServerProcess:
         self.clock = RealTimeClock()
         self.faults = SkippingFaults()
         self.log_lines: list[bytes] = []
+        #: A preload (file path or mapping) applied through the JetStream API after the
+        #: first start, as ``minijs --preload`` applies it before ``Server is ready``.
+        self.preload = preload
+        self._preloaded = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -217,7 +222,46 @@ class NatsServerProcess:
             log = b"".join(self.log_lines).decode(errors="replace")
             self.stop()
             raise RuntimeError(f"nats-server did not start:\n{log}")
+        if self.preload is not None and not self._preloaded:
+            self._preloaded = True
+            try:
+                self._in_thread(self._apply_preload)
+            except BaseException:
+                self.stop()
+                raise
         return self
+
+    def _in_thread(self, coro_fn: Any) -> None:
+        """Run ``coro_fn()`` to completion on a loop of its own (the caller may be inside a
+        running loop, as an async fixture is); re-raise what it raised."""
+        result: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(coro_fn())
+            except BaseException as exc:  # reported to the caller
+                result.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(60)
+        if result:
+            raise result[0]
+
+    async def _connect(self) -> Any:
+        import nats
+
+        return await nats.connect(self.client_url, user=self.user, password=self.password,
+                                  token=self.token, connect_timeout=5, max_reconnect_attempts=1)
+
+    async def _apply_preload(self) -> None:
+        from minijs.preload import apply, nats_requester
+
+        nc = await self._connect()
+        try:
+            await apply(self.preload, nats_requester(nc))
+        finally:
+            await nc.close()
 
     def stop(self, *, kill: bool = False) -> None:
         proc = self.proc
@@ -260,25 +304,10 @@ class NatsServerProcess:
         """Delete every stream (KV buckets and object stores included) through the API."""
         if disconnect:
             self.restart()
-        result: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(self._delete_streams())
-            except BaseException as exc:  # reported to the caller
-                result.append(exc)
-
-        t = threading.Thread(target=run)
-        t.start()
-        t.join(30)
-        if result:
-            raise result[0]
+        self._in_thread(self._delete_streams)
 
     async def _delete_streams(self) -> None:
-        import nats
-
-        nc = await nats.connect(self.client_url, user=self.user, password=self.password,
-                                token=self.token, connect_timeout=5, max_reconnect_attempts=1)
+        nc = await self._connect()
         try:
             js = nc.jetstream()
             for name in await js.streams_info():
