@@ -31,7 +31,7 @@ from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
-    from minijs.control.faults import FaultInjector
+    from minijs.control.faults import FaultEvent, FaultInjector, FaultRule
     from minijs.control.plane import ControlPlane
     from minijs.jetstream.api.dispatch import JetStreamApi
     from minijs.monitor import Monitor
@@ -137,7 +137,7 @@ class Server(Router):
         """Fault injection: rules that drop, delay or answer traffic (see
         :mod:`minijs.control.faults`)."""
         if self._faults is None:
-            from minijs.control.faults import FaultInjector
+            from minijs.control.faults import FaultEvent, FaultInjector, FaultRule
 
             self._faults = FaultInjector(self)
         return self._faults
@@ -632,9 +632,14 @@ class Server(Router):
         """Open client connections: name, subscriptions, pending bytes."""
         return _snapshots().connections(self)
 
-    def fault_log(self) -> list[Any]:
-        """Every fault injected so far (see :attr:`faults`)."""
+    def fault_log(self) -> list[FaultEvent]:
+        """Every fault injected so far, oldest first (see :attr:`faults`)."""
         return list(self._faults.log) if self._faults is not None else []
+
+    def fault_rules(self) -> list[FaultRule]:
+        """The fault rules in force, in the order they were added (a rule whose ``count`` is
+        spent is gone)."""
+        return list(self._faults.rules) if self._faults is not None else []
 
 
 def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
@@ -879,8 +884,11 @@ class ServerThread:
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
         return self.call(self._server().connections_info)
 
-    def fault_log(self) -> list[Any]:
+    def fault_log(self) -> list[FaultEvent]:
         return self.call(self._server().fault_log)
+
+    def fault_rules(self) -> list[FaultRule]:
+        return self.call(self._server().fault_rules)
 
     @property
     def client_url(self) -> str:

@@ -33,6 +33,7 @@ CALLS: list[tuple[str, Callable[[Any], Any]]] = [
     ("consumer()", lambda s: s.consumer("ORDERS", "worker", account="A")),
     ("connections_info()", lambda s: s.connections_info()),
     ("fault_log()", lambda s: s.fault_log()),
+    ("fault_rules()", lambda s: s.fault_rules()),
     ("call()", lambda s: s.call(print, "x")),
     ("clock.reset()", lambda s: s.clock.reset()),
     ("faults.drop_deliveries()", lambda s: s.faults.drop_deliveries("ORDERS", "worker")),

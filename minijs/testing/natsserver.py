@@ -347,6 +347,10 @@ class NatsServerProcess:
         """Skips the test: fault injection needs minijs."""
         return minijs_only("fault_log()", "fault injection")
 
+    def fault_rules(self) -> Any:
+        """Skips the test: fault injection needs minijs."""
+        return minijs_only("fault_rules()", "fault injection")
+
     def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Skips the test: running code on the server's event loop needs minijs."""
         return minijs_only("call()", "running code on the server's loop")
