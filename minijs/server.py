@@ -609,6 +609,8 @@ class Server(Router):
     # stream of that name in any account is meant (an error when several accounts have one).
 
     def stream(self, name: str, *, account: str | None = None) -> snapshots.StreamSnapshot:
+        """One stream's snapshot; ``LookupError`` when there is none of that name (or, with an
+        accounts block, when several accounts have one and ``account`` is not given)."""
         return _snapshots().stream(self, name, account)
 
     def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
@@ -620,6 +622,7 @@ class Server(Router):
 
     def message(self, stream: str, seq: int, *, account: str | None = None
                 ) -> snapshots.MessageSnapshot | None:
+        """The message at ``seq`` in ``stream``, or None when that sequence holds none."""
         return _snapshots().message(self, stream, seq, account)
 
     def consumer(self, stream: str, name: str, *, account: str | None = None
@@ -780,6 +783,8 @@ class ServerThread:
         self.faults = ThreadFaults(self)
 
     def start(self) -> "ServerThread":
+        """Start the thread and the server on it; return once clients can connect (or raise
+        what the start raised, e.g. a ``StartupError``)."""
         self._thread = threading.Thread(target=self._run, name="minijs-server", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -815,6 +820,7 @@ class ServerThread:
             loop.close()
 
     def stop(self) -> None:
+        """Stop the server gracefully and end its thread."""
         if self._loop is None or self.server is None or self._thread is None:
             return
         if self._thread.is_alive():
@@ -850,6 +856,8 @@ class ServerThread:
 
     @property
     def clock(self) -> Clock:
+        """The server's clock (``advance()``, ``advance_async()``, ``time()``, ``reset()``
+        are safe from the test's thread)."""
         return self._server().clock
 
     @property
@@ -858,44 +866,57 @@ class ServerThread:
         return self.randomness.seed
 
     def reset(self, *, disconnect: bool = False) -> None:
+        """:meth:`Server.reset`, on the server's loop."""
         self.call(self._server().reset, disconnect=disconnect)
 
     def restart(self) -> None:
+        """:meth:`Server.restart`; returns once the server listens again."""
         self.call(self._server().restart)
 
     def crash(self) -> None:
+        """:meth:`Server.crash`; returns once the server listens again."""
         self.call(self._server().crash)
 
     def streams(self) -> list[snapshots.StreamSnapshot]:
+        """:meth:`Server.streams`."""
         return self.call(self._server().streams)
 
     def stream(self, name: str, **kw: Any) -> snapshots.StreamSnapshot:
+        """:meth:`Server.stream` (``account=`` as there)."""
         return self.call(self._server().stream, name, **kw)
 
     def messages(self, stream: str, **kw: Any) -> list[snapshots.MessageSnapshot]:
+        """:meth:`Server.messages` (``subject=``, ``start_seq=``, ``limit=``, ``account=``)."""
         return self.call(self._server().messages, stream, **kw)
 
     def message(self, stream: str, seq: int, **kw: Any) -> snapshots.MessageSnapshot | None:
+        """:meth:`Server.message`."""
         return self.call(self._server().message, stream, seq, **kw)
 
     def consumer(self, stream: str, name: str, **kw: Any) -> snapshots.ConsumerSnapshot:
+        """:meth:`Server.consumer` (``account=`` as there)."""
         return self.call(self._server().consumer, stream, name, **kw)
 
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
+        """:meth:`Server.connections_info`."""
         return self.call(self._server().connections_info)
 
     def fault_log(self) -> list[FaultEvent]:
+        """:meth:`Server.fault_log`."""
         return self.call(self._server().fault_log)
 
     def fault_rules(self) -> list[FaultRule]:
+        """:meth:`Server.fault_rules`."""
         return self.call(self._server().fault_rules)
 
     @property
     def client_url(self) -> str:
+        """``nats://127.0.0.1:<port>``: where clients connect."""
         return self._server().client_url
 
     @property
     def port(self) -> int:
+        """The client port the server listens on (the one it picked for ``port=0``)."""
         return self._server().port
 
     def __enter__(self) -> "ServerThread":
