@@ -282,3 +282,23 @@ def test_marker(target: str, tmp_path: Path) -> None:
     out = proc.stdout + proc.stderr
     assert re.search(r"2 passed, 1 error", out), out
     assert "preload: consumers[0] (GONE): stream not found (code 404, err_code 10059)" in out
+
+
+async def test_second_start_on_the_same_store_applies_the_file_again(tmp_path: Path) -> None:
+    """As documented: creating what exists with the same config is accepted (nats-server's
+    answer to an identical create); messages are published again, and a Nats-Msg-Id inside
+    the duplicate window drops the repeat."""
+    doc = {"streams": [{"name": "S", "subjects": ["s.>"], "storage": "file"}],
+           "kv": [{"bucket": "b"}],
+           "consumers": [{"stream_name": "S", "config": {"durable_name": "c"}}],
+           "messages": [{"subject": "s.1", "data": "x", "headers": {"Nats-Msg-Id": "one"}},
+                        {"subject": "s.2", "data": "y"}]}
+    store = str(tmp_path / "store")
+    for expected in (2, 3):  # s.1 deduplicated by its id, s.2 stored again
+        async with Server(port=0, jetstream=True, store_dir=store, preload=doc) as server:
+            assert server.stream("S").messages == expected
+            assert server.consumer("S", "c").num_pending == expected
+    changed = {"streams": [{"name": "S", "subjects": ["s.>"], "storage": "memory"}]}
+    with pytest.raises(StartupError, match=r"streams\[0\] \(S\): stream name already in use "
+                                           r"with a different configuration"):
+        await Server(port=0, jetstream=True, store_dir=store, preload=changed).start()
