@@ -33,7 +33,7 @@ examples:
 
 #: module -> the distribution that brings it (all in the 'conformance' extra)
 REQUIRED = {"pytest": "pytest", "pytest_asyncio": "pytest-asyncio", "nats": "nats-py",
-            "hypothesis": "hypothesis"}
+            "hypothesis": "hypothesis", "nkeys": "nkeys"}
 
 INSTALL_HINT = ("pip install 'minijs[conformance]' (from a clone: pip install '.[conformance]';"
                 " from git: pip install 'minijs[conformance] @ git+URL')")
