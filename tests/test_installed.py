@@ -62,6 +62,7 @@ def test_installed_not_editable_and_without_nats_server(installed: Installed) ->
     site = next((installed.root / "lib").glob("python3*/site-packages"))
     assert (site / "conformance" / "runner.ini").exists()
     assert (site / "conformance" / "js" / "package-lock.json").exists()
+    assert (site / "conformance" / "browser" / "page.html").exists()
     assert not list(site.glob("__editable__*")) and not list(site.glob("*.egg-link"))
     assert not (installed.bin / "nats-server").exists()
 
