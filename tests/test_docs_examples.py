@@ -30,7 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: Pages whose examples their own test runs (not run twice).
 RUN_ELSEWHERE = {"nkeys-jwt.md": "tests/test_docs_auth_reload.py",
-                 "reload.md": "tests/test_docs_auth_reload.py"}
+                 "reload.md": "tests/test_docs_auth_reload.py",
+                 "time.md": "tests/test_docs_time.py",
+                 "tls.md": "tests/test_docs_listeners.py",
+                 "websocket.md": "tests/test_docs_listeners.py"}
 PAGES = [ROOT / "README.md"] + sorted(p for p in DOCS.rglob("*.md")
                                       if p.relative_to(DOCS).as_posix() not in RUN_ELSEWHERE)
 SHELL = ("bash", "sh", "shell", "console")

@@ -128,21 +128,21 @@ class SkippingFaults:
         return minijs_only(f"faults.{name}()", self._POWER)
 
     def drop_deliveries(self, stream: str, consumer: str, count: int | None = 1, *,
-                        fraction: float | None = None, seed: int = 0) -> Any:
+                        fraction: float | None = None, seed: int | None = None) -> Any:
         return self._skip("drop_deliveries")
 
     def delay_deliveries(self, stream: str, consumer: str, seconds: float,
                          count: int | None = 1, *, fraction: float | None = None,
-                         seed: int = 0) -> Any:
+                         seed: int | None = None) -> Any:
         return self._skip("delay_deliveries")
 
     def fail_requests(self, subject: str, *, status: int = 0, description: str = "",
                       error: int = 0, count: int | None = 1, fraction: float | None = None,
-                      seed: int = 0) -> Any:
+                      seed: int | None = None) -> Any:
         return self._skip("fail_requests")
 
     def delay_requests(self, subject: str, seconds: float, count: int | None = 1, *,
-                       fraction: float | None = None, seed: int = 0) -> Any:
+                       fraction: float | None = None, seed: int | None = None) -> Any:
         return self._skip("delay_requests")
 
     def add(self, **spec: Any) -> Any:
