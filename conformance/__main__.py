@@ -33,7 +33,8 @@ examples:
 
 #: module -> the distribution that brings it (all in the 'conformance' extra)
 REQUIRED = {"pytest": "pytest", "pytest_asyncio": "pytest-asyncio", "nats": "nats-py",
-            "hypothesis": "hypothesis", "nkeys": "nkeys"}
+            "hypothesis": "hypothesis", "nkeys": "nkeys", "wsproto": "wsproto",
+            "trustme": "trustme", "cryptography": "cryptography"}
 
 INSTALL_HINT = ("pip install 'minijs[conformance]' (from a clone: pip install '.[conformance]';"
                 " from git: pip install 'minijs[conformance] @ git+URL')")
