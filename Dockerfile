@@ -2,10 +2,14 @@
 #   docker build -t minijs . && docker run -p 4222:4222 -p 8222:8222 -v minijs-data:/data minijs
 # Extra nats-server flags replace CMD:  docker run minijs -js -a 0.0.0.0 -p 4222 -m 8222 -DV
 # Test control for any language:        docker run -e MINIJS_CONTROL=1 -e MINIJS_CLOCK=virtual ...
+# State created at start:               docker run -v $PWD/state.json:/state.json:ro \
+#                                           -e MINIJS_PRELOAD=/state.json ...
 #
 # Settings from the environment: MINIJS_CONTROL=1 (serve the $MINIJS control plane),
-# MINIJS_CLOCK=wall|virtual|auto (server time), MINIJS_PORTS_DIR (where the healthcheck finds the
-# ports file; the entrypoint writes it to /tmp/minijs).
+# MINIJS_CLOCK=wall|virtual|auto (server time), MINIJS_PRELOAD=FILE (streams, KV buckets,
+# consumers and messages created before "Server is ready"; a refused entry stops the start),
+# MINIJS_PORTS_DIR (where the healthcheck finds the ports file; the entrypoint writes it to
+# /tmp/minijs).
 #
 # The base image is pinned by version; pin it by digest too where you build
 # (FROM python:3.11.7-slim-bookworm@sha256:...), as the registry that serves it is not reachable

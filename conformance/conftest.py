@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -52,6 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="nats://host:port of an already running server; adds the target 'url'",
     )
+    group.addoption(
+        "--report-dir",
+        default=None,
+        metavar="DIR",
+        help="directory for the conformance report (default: conformance/report); a --url run "
+        "writes report-<host>-<port>-<time>.md/.json there, never over another report",
+    )
 
 
 def selected_targets(config: pytest.Config) -> list[str]:
@@ -78,7 +86,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs_plain_server: the case needs a server without JetStream (skipped for "
         "a --url target, which is checked as it is)")
-    report = ConformanceReport(config=config, targets=selected_targets(config))
+    report = ConformanceReport(config=config, targets=selected_targets(config),
+                               url=config.getoption("--url"))
+    if config.getoption("--report-dir"):
+        report.report_dir = Path(config.getoption("--report-dir")).resolve()
     config.pluginmanager.register(report, "conformance-report")
 
 

@@ -1,9 +1,15 @@
 """Pytest plugin that records every conformance case × target and writes the report.
 
-Outputs (after the session) ``conformance/report/report.md`` and ``report.json``: one row per
-case, one column per target, pass/fail/skip in each cell, per-target totals, and a last line
-exactly ``N passed, M failed`` (plus ``, K skipped`` when K > 0). The same summary is printed in
-pytest's terminal summary.
+Outputs (after the session) a Markdown and a JSON report: one row per case, one column per
+target, pass/fail/skip in each cell, per-target totals, and a last line exactly
+``N passed, M failed`` (plus ``, K skipped`` when K > 0). The same summary is printed in
+pytest's terminal summary, with the report's path.
+
+Where: the directory given with ``--report-dir`` (``minijs conformance --report DIR``), else
+``conformance/report/`` beside this file. A run of the local targets writes ``report.md`` and
+``report.json`` there (the next such run replaces them). A run that checks a ``--url`` server
+writes ``report-<host>-<port>-<UTC time>.md`` / ``.json``, created exclusively (``-2``,
+``-3``, ... when that name is taken), so it never replaces another report.
 
 Only items under the conformance directory that are parametrized with ``target`` are counted,
 so running ``pytest tests conformance`` reports on the conformance cases alone.
@@ -11,6 +17,8 @@ so running ``pytest tests conformance`` reports on the conformance cases alone.
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +53,11 @@ class ConformanceReport:
     results: dict[str, CaseResult] = field(default_factory=dict)  # by nodeid
     started: float = field(default_factory=time.time)
     written: bool = False
+    report_dir: Path = REPORT_DIR
+    #: ``nats://host:port`` of the ``--url`` target, if the run checks one.
+    url: str | None = None
+    #: The Markdown report, once written (its JSON twin has the same stem).
+    path: Path | None = None
 
     # ------------------------------------------------------------------ pytest hooks
 
@@ -86,7 +99,7 @@ class ConformanceReport:
         failures = [r for r in self.ordered() if r.outcome == FAILED]
         for r in failures:
             tr.write_line(f"FAILED {r.case}[{r.target}]: {r.message[:200]}")
-        tr.write_line(f"report: {REPORT_DIR / 'report.md'}")
+        tr.write_line(f"report: {self.path}")
         tr.write_line(format_counts(self.overall()))
 
     # ------------------------------------------------------------------ aggregation
@@ -134,7 +147,7 @@ class ConformanceReport:
     # ------------------------------------------------------------------ output
 
     def write(self) -> None:
-        REPORT_DIR.mkdir(parents=True, exist_ok=True)
+        self.report_dir.mkdir(parents=True, exist_ok=True)
         results = self.ordered()
         targets = self.used_targets()
         grid: dict[str, dict[str, CaseResult]] = {}
@@ -166,13 +179,16 @@ class ConformanceReport:
             "overall": overall,
             "summary": format_counts(overall),
         }
-        (REPORT_DIR / "report.json").write_text(json.dumps(data, indent=2) + "\n")
+        if self.url:
+            data["url"] = self.url
+        json_text = json.dumps(data, indent=2) + "\n"
 
         symbol = {PASSED: "pass", FAILED: "**FAIL**", SKIPPED: "skip"}
         lines = [
             "# Conformance report",
             "",
-            f"Generated {data['generated']}, targets: {', '.join(targets)}.",
+            f"Generated {data['generated']}, targets: {', '.join(targets)}"
+            + (f" (url: {self.url})" if self.url else "") + ".",
             "",
             "| case | " + " | ".join(targets) + " |",
             "|---|" + "---|" * len(targets),
@@ -205,8 +221,34 @@ class ConformanceReport:
             for r in skips:
                 lines.append(f"- `{r.case}` on **{r.target}**: {one_line(r.message)}")
         lines += ["", format_counts(overall), ""]
-        (REPORT_DIR / "report.md").write_text("\n".join(lines))
+        self.path = self._save("\n".join(lines), json_text)
         self.written = True
+
+    def _save(self, markdown: str, json_text: str) -> Path:
+        """Write both files; a ``--url`` run under a name of its own, never over another."""
+        if not self.url:
+            (self.report_dir / "report.json").write_text(json_text)
+            path = self.report_dir / "report.md"
+            path.write_text(markdown)
+            return path
+        stem = url_report_stem(self.url, self.started)
+        for n in range(1, 10_000):
+            name = stem if n == 1 else f"{stem}-{n}"
+            md, js = self.report_dir / f"{name}.md", self.report_dir / f"{name}.json"
+            try:
+                fd = os.open(md, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                continue
+            if js.exists():  # a report of that name from elsewhere: keep both, take the next
+                os.close(fd)
+                os.unlink(md)
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(markdown)
+            with open(js, "x") as f:
+                f.write(json_text)
+            return md
+        raise FileExistsError(f"no free report name for {stem} in {self.report_dir}")
 
 
 # ---------------------------------------------------------------------- helpers
@@ -251,6 +293,17 @@ AREAS: list[tuple[str, tuple[str, ...]]] = [
     ("second client (nats.js)", ("test_natsjs",)),
     ("core", ("",)),
 ]
+
+
+def url_report_stem(url: str, started: float) -> str:
+    """``report-<host>-<port>-<UTC time>`` for a ``--url`` run (characters a file name may
+    not safely hold become ``_``)."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url if "://" in url else f"nats://{url}")
+    host = re.sub(r"[^A-Za-z0-9.-]", "_", parsed.hostname or "127.0.0.1")
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+    return f"report-{host}-{parsed.port or 4222}-{stamp}"
 
 
 def area(case: str) -> str:

@@ -24,18 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from conformance import chromium
 from conformance.helpers import SpawnFn
 from conformance.jshelpers import JsClient
 from conformance.rawclient import RawClient
 from conformance.servers import ServerProcess
 
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
-CHROMIUM = "/usr/bin/chromium"
-#: How Chromium runs here (as root, with no network but loopback): the flags Playwright adds
-#: for headless mode plus these.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 def _install_nats_ws() -> None:
@@ -83,23 +78,17 @@ def page_url() -> Iterator[str]:
 
 def _run_page(url: str, timeout: float = 60.0) -> dict:
     """Open ``url`` in headless Chromium; return the result the page reports."""
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                    headless=True)
-        try:
-            page = browser.new_page()
-            problems: list[str] = []
-            page.on("pageerror", lambda exc: problems.append(str(exc)))
-            page.goto(url)
-            page.wait_for_function("window.__result !== undefined", timeout=timeout * 1000)
-            assert not problems, problems
-            return page.evaluate("window.__result")
-        finally:
-            browser.close()
+    why = chromium.missing()
+    if why:
+        pytest.fail(why)
+    with chromium.launched() as browser:
+        page = browser.new_page()
+        problems: list[str] = []
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.goto(url)
+        page.wait_for_function("window.__result !== undefined", timeout=timeout * 1000)
+        assert not problems, problems
+        return page.evaluate("window.__result")
 
 
 def _answer_ready(srv: ServerProcess, errors: list[BaseException]) -> RawClient:

@@ -20,6 +20,7 @@ PROG = "minijs"
 USAGE = f"""
 Usage: {PROG} [options]
        {PROG} stream|consumer|pub|sub|req|kv ... [-s URL]   (manage any NATS server)
+       {PROG} conformance [--url URL] [--junit FILE] [--report DIR]   (check a server)
 
 A drop-in for nats-server (the flags below mean what they mean there).
 
@@ -58,6 +59,8 @@ Test Control (minijs only):
         --control_user <user>        With auth configured, the only user the plane answers
         --clock <wall|virtual|auto>  Server time: real, moved by $MINIJS.CLOCK.ADVANCE, or
                                      jumping to the next timer when idle (also MINIJS_CLOCK)
+        --preload <file>             Create the streams, KV buckets, consumers and messages
+                                     of a JSON file before "Server is ready" (MINIJS_PRELOAD)
 
 Event Loop (minijs only):
         --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
@@ -96,6 +99,9 @@ Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows th
     req SUBJECT [BODY]                       Send a request, print the reply
     kv add|put|get|del|ls|watch|rm           Key-value buckets
   e.g. {PROG} stream add ORDERS --subjects 'orders.>' --storage memory --defaults -s URL
+
+Conformance (`{PROG} conformance -h`; needs the 'conformance' extra):
+    conformance --url URL [--junit FILE] [--report DIR]   Check a running server
 """
 
 #: First words that hand the command line to :mod:`minijs.manage` (kept here, not imported,
@@ -143,6 +149,7 @@ _flag(("tlsverify",), "tls_verify", "bool")
 _flag(("control",), "control", "bool")
 _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
+_flag(("preload",), "preload", "str")
 _flag(("loop",), "loop", "str")
 _flag(("cluster_size",), "cluster_size", "int")
 _flag(("cluster_name",), "cluster_name", "str")
@@ -261,7 +268,7 @@ def build_config(given: dict[str, Any]) -> Any:
     overrides: dict[str, Any] = {}
     for dest in ("host", "server_name", "pid_file", "log_file", "store_dir", "user", "password",
                  "token", "max_payload", "jetstream", "debug", "trace", "control", "control_user",
-                 "ports_file_dir", "cluster_name"):
+                 "ports_file_dir", "cluster_name", "preload"):
         if dest in given:
             overrides[dest] = given[dest]
     if "control" not in given and os.environ.get("MINIJS_CONTROL", "") not in ("", "0"):
@@ -269,6 +276,8 @@ def build_config(given: dict[str, Any]) -> Any:
             raise UsageError(f'invalid value "{os.environ["MINIJS_CONTROL"]}" for MINIJS_CONTROL:'
                              " use 1 or 0")
         overrides["control"] = True
+    if "preload" not in given and os.environ.get("MINIJS_PRELOAD"):
+        overrides["preload"] = os.environ["MINIJS_PRELOAD"]
     # As in nats-server, a port flag of 0 means "not given"; -1 (any negative) means random.
     for dest, flag in (("port", "-p"), ("http_port", "-m")):
         value = given.get(dest, 0)
@@ -382,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         from minijs.manage import main as manage_main
 
         return manage_main(list(argv))
+    if argv and argv[0] == "conformance":
+        return _conformance(list(argv[1:]))
     try:
         given = parse_args(argv)
     except UsageError as exc:
@@ -437,6 +448,17 @@ def main(argv: list[str] | None = None) -> int:
         return _run(config, logger, clock, loop, given)
     finally:
         logger.use_file(None)
+
+
+def _conformance(argv: list[str]) -> int:
+    """``minijs conformance ...``: the conformance runner shipped beside minijs."""
+    try:
+        from conformance.__main__ import main as conformance_main
+    except ImportError as exc:  # a partial install: the package is in every wheel
+        print(f"{PROG} conformance: the conformance package is not installed ({exc}); "
+              "reinstall minijs with the 'conformance' extra", file=sys.stderr)
+        return 2
+    return conformance_main(argv, prog=f"{PROG} conformance")
 
 
 def _run(config: Any, logger: Any, clock: str = "wall", loop: str = "asyncio",

@@ -223,6 +223,9 @@ class ServerConfig:
     #: named take ``tags``), for placement by tags.
     cluster_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     control_user: str | None = None  # with auth configured, the only user the plane answers
+    #: minijs extension: streams, buckets, consumers and messages created at start, before
+    #: ``Server is ready`` (a JSON file's path, or the same document as a dict; minijs.preload)
+    preload: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -1576,6 +1576,10 @@ _UNSUPPORTED: dict[str, set[str]] = {
         "write_timeout", "nkeys", "users", "tls_timeout", "jetstream_max_memory",
         "jetstream_max_storage", "max_outstanding_catchup", "system_account_name",
         "authorization_callout",
+        # the rest of nats-server 2.15.1's top-level keys (probed with nats-server -t)
+        "default_sentinel", "feature_flags", "log_max_num", "max_sub_tokens",
+        "no_fast_producer_stall", "no_system", "prof_block_rate", "proxy_protocol",
+        "server_metadata", "trace_headers",
     },
     "authorization": {"nkeys", "auth_callout", "auth_hook", "accounts", "proxy_required"},
     # Encryption at rest (and its TPM key source) is the one jetstream { } feature minijs

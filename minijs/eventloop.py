@@ -4,7 +4,7 @@ asyncio's own loop by default. uvloop (the ``minijs[uvloop]`` extra) on request:
 ``--loop uvloop`` on the command line or ``MINIJS_LOOP=uvloop`` in the environment (which
 ``ServerThread`` and the sync pytest fixtures read too); ``auto`` takes uvloop when it is
 importable and asyncio otherwise. uvloop is not the default because, measured with the native
-load generator (README, "Faster event loop"), it saves about a tenth of the server's CPU per
+load generator (docs, "Faster event loop"), it saves about a tenth of the server's CPU per
 request/reply round trip and nothing on pipelined traffic, which is within this project's
 benchmark noise, while costing more on large fan-out. A ``Server`` run in a loop of the
 caller's (``asyncio.run``, pytest-asyncio) keeps that loop.

@@ -1,5 +1,6 @@
 """The HTTP monitoring endpoint (``-m PORT``): ``/varz``, ``/connz``, ``/jsz``, ``/subsz``,
-``/accountz``, ``/healthz`` and ``/``.
+``/accountz``, ``/healthz`` and ``/``; and minijs's own live page, ``/minijs``
+(:mod:`minijs.monitor_page`).
 
 Harnesses, dashboards and container health checks poll these to learn that a nats-server is
 up and what it holds, so the answers copy nats-server 2.15.1's: the same paths, status codes,
@@ -127,6 +128,7 @@ class Monitor:
             "/accountz": self._accountz,
             "/jsz": self._jsz,
             "/healthz": self._healthz,
+            "/minijs": self._minijs_page,  # minijs only: the state at a glance, in a browser
         }
 
     @property
@@ -346,6 +348,11 @@ class Monitor:
 
     def _jsz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return _answer(self.jsz, query)
+
+    def _minijs_page(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        from minijs.monitor_page import render
+
+        return render(self.server, query)
 
     def _index(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         links = "\n".join(

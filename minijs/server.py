@@ -31,7 +31,7 @@ from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control import snapshots
-    from minijs.control.faults import FaultInjector
+    from minijs.control.faults import FaultEvent, FaultInjector, FaultRule
     from minijs.control.plane import ControlPlane
     from minijs.jetstream.api.dispatch import JetStreamApi
     from minijs.monitor import Monitor
@@ -148,7 +148,7 @@ class Server(Router):
         if self._loop_clock is not None:
             self._resolve_loop_clock()
         self._stopped = asyncio.Event()
-        await self._startup()
+        await self._startup(preload=True)
 
     def _resolve_loop_clock(self) -> None:
         """The clock of the loop the server starts in: the loop's own when another server
@@ -175,12 +175,12 @@ class Server(Router):
         """Fault injection: rules that drop, delay or answer traffic (see
         :mod:`minijs.control.faults`)."""
         if self._faults is None:
-            from minijs.control.faults import FaultInjector
+            from minijs.control.faults import FaultEvent, FaultInjector, FaultRule
 
             self._faults = FaultInjector(self)
         return self._faults
 
-    async def _startup(self, temp_dir: str | None = None) -> None:
+    async def _startup(self, temp_dir: str | None = None, *, preload: bool = False) -> None:
         config = self.config
         log = self.log
         self.start_time = self.clock.time()
@@ -205,6 +205,9 @@ class Server(Router):
             raise StartupError("Not allowed to enable JetStream on the system account")
         if config.jetstream and config.accounts and config.account_jetstream:
             _check_account_jetstream_limits(config)
+        if preload and config.preload is not None and not config.jetstream:
+            raise StartupError("--preload needs JetStream: start the server with -js "
+                               "(jetstream=True)")
         if config.jetstream and config.store_dir and self.jetstream is None:
             from minijs.jetstream.storedir import check_store_dir
 
@@ -243,8 +246,26 @@ class Server(Router):
             _log_tls(log, config)
         if config.ports_file_dir:
             self._write_ports_file(config.ports_file_dir)
+        if preload and config.preload is not None and self.membership is None:
+            # (at start only: a restart() keeps state; a cluster preloads once, when ready)
+            await self._preload(config.preload)
         if self.membership is None:
             log.info("Server is ready")  # (a cluster says it once, for all of its nodes)
+
+    async def _preload(self, source: Any) -> None:
+        """Create what the preload names through the server's own ``$JS.API`` (see
+        :mod:`minijs.preload`); a refused entry stops the server and fails the start."""
+        from minijs import preload as P
+
+        request, close = P.internal_requester(self)
+        try:
+            count = await P.apply(source, request)
+        except P.PreloadError as exc:
+            close()
+            await self._shutdown(keep_files=False)
+            raise StartupError(f"Preload failed: {exc}") from None
+        close()
+        self.log.info(f"Preloaded {count} entries from {P.source_name(source)}")
 
     async def stop(self) -> None:
         """Graceful shutdown: stop accepting, flush what clients are owed, close them."""
@@ -685,6 +706,8 @@ class Server(Router):
     # stream of that name in any account is meant (an error when several accounts have one).
 
     def stream(self, name: str, *, account: str | None = None) -> snapshots.StreamSnapshot:
+        """One stream's snapshot; ``LookupError`` when there is none of that name (or, with an
+        accounts block, when several accounts have one and ``account`` is not given)."""
         return _snapshots().stream(self, name, account)
 
     def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
@@ -696,6 +719,7 @@ class Server(Router):
 
     def message(self, stream: str, seq: int, *, account: str | None = None
                 ) -> snapshots.MessageSnapshot | None:
+        """The message at ``seq`` in ``stream``, or None when that sequence holds none."""
         return _snapshots().message(self, stream, seq, account)
 
     def consumer(self, stream: str, name: str, *, account: str | None = None
@@ -708,9 +732,14 @@ class Server(Router):
         """Open client connections: name, subscriptions, pending bytes."""
         return _snapshots().connections(self)
 
-    def fault_log(self) -> list[Any]:
-        """Every fault injected so far (see :attr:`faults`)."""
+    def fault_log(self) -> list[FaultEvent]:
+        """Every fault injected so far, oldest first (see :attr:`faults`)."""
         return list(self._faults.log) if self._faults is not None else []
+
+    def fault_rules(self) -> list[FaultRule]:
+        """The fault rules in force, in the order they were added (a rule whose ``count`` is
+        spent is gone)."""
+        return list(self._faults.rules) if self._faults is not None else []
 
 
 def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
@@ -851,6 +880,8 @@ class ServerThread:
         self.faults = ThreadFaults(self)
 
     def start(self) -> "ServerThread":
+        """Start the thread and the server on it; return once clients can connect (or raise
+        what the start raised, e.g. a ``StartupError``)."""
         self._thread = threading.Thread(target=self._run, name="minijs-server", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -886,6 +917,7 @@ class ServerThread:
             loop.close()
 
     def stop(self) -> None:
+        """Stop the server gracefully and end its thread."""
         if self._loop is None or self.server is None or self._thread is None:
             return
         if self._thread.is_alive():
@@ -921,6 +953,8 @@ class ServerThread:
 
     @property
     def clock(self) -> Clock:
+        """The server's clock (``advance()``, ``advance_async()``, ``time()``, ``reset()``
+        are safe from the test's thread)."""
         return self._server().clock
 
     @property
@@ -929,41 +963,57 @@ class ServerThread:
         return self.randomness.seed
 
     def reset(self, *, disconnect: bool = False) -> None:
+        """:meth:`Server.reset`, on the server's loop."""
         self.call(self._server().reset, disconnect=disconnect)
 
     def restart(self) -> None:
+        """:meth:`Server.restart`; returns once the server listens again."""
         self.call(self._server().restart)
 
     def crash(self) -> None:
+        """:meth:`Server.crash`; returns once the server listens again."""
         self.call(self._server().crash)
 
     def streams(self) -> list[snapshots.StreamSnapshot]:
+        """:meth:`Server.streams`."""
         return self.call(self._server().streams)
 
     def stream(self, name: str, **kw: Any) -> snapshots.StreamSnapshot:
+        """:meth:`Server.stream` (``account=`` as there)."""
         return self.call(self._server().stream, name, **kw)
 
     def messages(self, stream: str, **kw: Any) -> list[snapshots.MessageSnapshot]:
+        """:meth:`Server.messages` (``subject=``, ``start_seq=``, ``limit=``, ``account=``)."""
         return self.call(self._server().messages, stream, **kw)
 
     def message(self, stream: str, seq: int, **kw: Any) -> snapshots.MessageSnapshot | None:
+        """:meth:`Server.message`."""
         return self.call(self._server().message, stream, seq, **kw)
 
     def consumer(self, stream: str, name: str, **kw: Any) -> snapshots.ConsumerSnapshot:
+        """:meth:`Server.consumer` (``account=`` as there)."""
         return self.call(self._server().consumer, stream, name, **kw)
 
     def connections_info(self) -> list[snapshots.ConnectionSnapshot]:
+        """:meth:`Server.connections_info`."""
         return self.call(self._server().connections_info)
 
-    def fault_log(self) -> list[Any]:
+    def fault_log(self) -> list[FaultEvent]:
+        """:meth:`Server.fault_log`."""
         return self.call(self._server().fault_log)
+
+    def fault_rules(self) -> list[FaultRule]:
+        """:meth:`Server.fault_rules`."""
+        return self.call(self._server().fault_rules)
 
     @property
     def client_url(self) -> str:
+        """``nats://127.0.0.1:<port>``: where clients connect."""
         return self._server().client_url
 
     @property
     def port(self) -> int:
+        """The client port the server listens on (the one it picked for ``port=0``)."""
         return self._server().port
 
     # ----------------------------------------------------------------- a cluster's powers

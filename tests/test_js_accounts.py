@@ -125,14 +125,14 @@ def test_virtual_clock_reaches_account_streams():
 
 
 async def test_readme_accounts_config_starts(tmp_path):
-    """The config shown under "JetStream in accounts" in the README works as described."""
+    """The config shown under "JetStream in accounts" (docs/accounts.md) works as described."""
     from pathlib import Path
 
     from minijs.confparse import parse_config
 
-    text = (Path(__file__).parent.parent / "README.md").read_text()
-    section = text.split("### JetStream in accounts", 1)[1]
-    block = section.split("```\n", 2)[1]
+    text = (Path(__file__).parent.parent / "docs" / "accounts.md").read_text()
+    section = text.split("## JetStream in accounts", 1)[1]
+    block = section.split("```conf\n", 1)[1].split("```", 1)[0]
     cfg = parse_config(block.replace("/var/lib/app", str(tmp_path)))
     assert [a for a, _ in cfg.account_jetstream] == ["ORDERS", "BILLING"]
     async with Server(cfg.with_overrides(port=0)) as srv:
@@ -149,7 +149,7 @@ async def test_readme_accounts_config_starts(tmp_path):
 
 
 async def test_nats_py_through_an_imported_jetstream_api():
-    """The README's shared-JetStream pattern with nats-py: prefix API, publish, pull, ack."""
+    """The documented shared-JetStream pattern with nats-py: prefix API, publish, pull, ack."""
     from minijs.confparse import parse_config
 
     cfg = parse_config("""

@@ -68,26 +68,45 @@ class FaultRule:
     ``"requests"`` (messages published on ``subject``)."""
 
     id: int
+    """Its number, from 1, in the order rules were added (the log names it)."""
     target: str
+    """``"deliveries"`` or ``"requests"``."""
     action: str
+    """For deliveries ``"drop"`` or ``"delay"``; for requests ``"status"``, ``"error"`` or
+    ``"delay"``."""
     stream: str = ""
+    """The stream whose consumer's deliveries it catches."""
     consumer: str = ""
+    """That consumer."""
     subject: str = ""
+    """The subject (wildcards allowed) of the requests or publishes it catches."""
     count: int | None = 1
+    """How many matches it fires on before it is removed (None: every match, until removed)."""
     fraction: float | None = None
+    """With a fraction, it fires on that share of matches, drawn from its random source."""
     seed: int | None = None
+    """The seed of its own random source (None: one derived from the server's seed): the
+    same seed and traffic, the same faults."""
     delay: float = 0.0
+    """For ``"delay"``: how late, in seconds of the server clock."""
     status: int = 0
+    """For ``"status"``: 408, 409 or 503 (no responders)."""
     description: str = ""
+    """The status line's text (a 409's reason), or the API error's text where its template
+    has placeholders."""
     error: int = 0
+    """For ``"error"``: the ``err_code`` of nats-server's JetStream error table."""
     fired: int = 0
+    """How many times it fired so far."""
     _rng: RandomSource = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule's fields as the control plane sends them (empty ones left out)."""
         out = {k: v for k, v in dataclasses.asdict(self).items() if not k.startswith("_")}
         return {k: v for k, v in out.items() if v not in ("", None) or k in ("count",)}
 
     def describe(self) -> str:
+        """One line for the log: ``drop deliveries of S > C (next 1)``."""
         where = (f"deliveries of {self.stream} > {self.consumer}" if self.target == "deliveries"
                  else f"messages on {self.subject}")
         what = {"drop": "drop", "delay": f"delay {self.delay:g}s",
@@ -108,10 +127,15 @@ class FaultEvent:
     """One injected fault, as recorded in :attr:`FaultInjector.log`."""
 
     rule: int
+    """The id of the rule that fired (0 for ``disconnect()`` and ``slow_consumer()``)."""
     action: str
+    """``drop``, ``delay``, ``status``, ``error``, ``disconnect`` or ``slow_consumer``."""
     subject: str
+    """The subject of the message it caught ("" for a client fault)."""
     detail: str
-    at: float  # server clock, seconds since the epoch
+    """What it did, as logged (the status, the delay, the delivery's ack subject, the client)."""
+    at: float
+    """When, in seconds since the epoch on the server clock."""
 
 
 class FaultInjector:
@@ -120,7 +144,9 @@ class FaultInjector:
 
     def __init__(self, server: Any) -> None:
         self.server = server
+        #: The rules in force, in the order they were added.
         self.rules: list[FaultRule] = []
+        #: Every fault injected, oldest first.
         self.log: list[FaultEvent] = []
         self._ids = itertools.count(1)
         self._bypass = 0
@@ -226,6 +252,7 @@ class FaultInjector:
             raise FaultError("delay must be a positive number of seconds")
 
     def remove(self, rule: FaultRule | int) -> bool:
+        """Remove a rule (or the rule with that id); True when there was one."""
         rid = rule if isinstance(rule, int) else rule.id
         before = len(self.rules)
         self.rules = [r for r in self.rules if r.id != rid]
@@ -238,6 +265,7 @@ class FaultInjector:
         self._install()
 
     def reset(self) -> None:
+        """Remove every rule and forget the log (what ``server.reset()`` does)."""
         self.clear()
         self.log.clear()
 

@@ -17,92 +17,163 @@ from minijs.jetstream.config.stream import to_json_dict
 
 @dataclass(frozen=True)
 class MessageSnapshot:
+    """A stored message (``server.messages()``, ``server.message()``)."""
+
     seq: int
+    """Its stream sequence."""
     subject: str
+    """The subject it is stored under."""
     data: bytes
+    """The payload."""
     headers: bytes | None
-    time: float  # seconds since the epoch
+    """The header block as stored (``NATS/1.0\r\nKey: value\r\n...``), None without
+    headers."""
+    time: float
+    """When it was stored, in seconds since the epoch on the server clock."""
 
 
 @dataclass(frozen=True)
 class StreamSnapshot:
+    """A stream (``server.streams()``, ``server.stream(name)``)."""
+
     name: str
+    """The stream's name."""
     config: dict
+    """Its configuration as ``$JS.API.STREAM.INFO`` shows it (JSON field names, durations in
+    nanoseconds, defaults filled in)."""
     messages: int
+    """How many messages it holds."""
     bytes: int
+    """Their size as the store counts it (what ``state.bytes`` reports to clients)."""
     first_seq: int
+    """The sequence of the first message held (when empty: the next one to be stored, or 0
+    before the first message)."""
     last_seq: int
+    """The sequence of the last message stored (0 before the first)."""
     consumers: list[str]
+    """Its consumers' names, sorted."""
     subjects: dict[str, int] = field(default_factory=dict)
-    account: str = "$G"  # the account the stream belongs to
+    """Each subject it holds messages on, with how many."""
+    account: str = "$G"
+    """The account the stream belongs to (``$G`` without an ``accounts`` block)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The snapshot as plain dicts and lists (what the control plane sends as JSON)."""
         return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
 class PendingAck:
-    """A delivered message waiting for its ack."""
+    """A delivered message waiting for its ack (``ConsumerSnapshot.pending``)."""
 
     stream_seq: int
+    """The message's stream sequence."""
     consumer_seq: int
+    """The consumer sequence of its last delivery."""
     deliveries: int
-    due: float | None  # when ack_wait runs out (server clock), None while queued for redelivery
+    """How many times it was delivered (1 on the first delivery, what ``num_delivered`` of
+    its metadata says)."""
+    due: float | None
+    """When its ``ack_wait`` (or ``backoff`` step, or NAK delay) runs out and it is
+    redelivered, in seconds since the epoch on the server clock; None while it is queued for
+    redelivery."""
 
 
 @dataclass(frozen=True)
 class WaitingPull:
-    """A pull request waiting for messages."""
+    """A pull request waiting for messages (``ConsumerSnapshot.waiting``), in the order the
+    consumer serves them."""
 
     reply: str
+    """The reply subject the messages go to (the client's inbox)."""
     batch: int
+    """How many messages it still waits for."""
     max_bytes: int
+    """The byte budget it asked for (0: none)."""
     no_wait: bool
-    expires_after: float | None  # the ``expires`` it asked for, in seconds (None: never)
+    """Whether it asked not to wait (``no_wait``)."""
+    expires_after: float | None
+    """The ``expires`` it asked for, in seconds (None: it never expires)."""
 
 
 @dataclass(frozen=True)
 class ConsumerSnapshot:
+    """A consumer (``server.consumer(stream, name)``): the numbers of
+    ``$JS.API.CONSUMER.INFO`` and what it does not show (each pending ack, each waiting pull
+    request, the redelivery queue)."""
+
     stream: str
+    """The stream it reads."""
     name: str
+    """Its name (the durable name for a durable consumer)."""
     config: dict
+    """Its configuration as ``CONSUMER.INFO`` shows it (JSON field names, defaults filled in)."""
     delivered_stream_seq: int
+    """The stream sequence of the last message delivered (``delivered.stream_seq``)."""
     delivered_consumer_seq: int
+    """The consumer sequence of the last delivery (``delivered.consumer_seq``)."""
     ack_floor_stream_seq: int
+    """The stream sequence below which every message is acked (``ack_floor.stream_seq``)."""
     ack_floor_consumer_seq: int
+    """The same floor in consumer sequences (``ack_floor.consumer_seq``)."""
     num_pending: int
+    """Messages matching its filter not delivered yet."""
     num_ack_pending: int
+    """Deliveries waiting for an ack (``len(pending)``)."""
     num_redelivered: int
+    """Messages delivered more than once and not acked yet."""
     pending: list[PendingAck]
+    """Each delivered, unacked message, by stream sequence."""
     waiting: list[WaitingPull]
+    """Pull requests waiting for messages (pull consumers)."""
     redelivery_queue: list[int]
+    """Stream sequences queued for redelivery, in the order they go out."""
     paused: bool
+    """Whether it is paused (``pause_until`` in the future)."""
     push_bound: bool
+    """For a push consumer: whether someone subscribes to its deliver subject."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The snapshot as plain dicts and lists (what the control plane sends as JSON)."""
         return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
 class SubscriptionSnapshot:
+    """One subscription of a client (``ConnectionSnapshot.subscriptions``)."""
+
     subject: str
+    """The subject, wildcards included."""
     queue: str
+    """The queue group ("" for none)."""
     sid: str
+    """The client's subscription id."""
 
 
 @dataclass(frozen=True)
 class ConnectionSnapshot:
+    """An open client connection (``server.connections_info()``)."""
+
     cid: int
+    """The client id (``cid`` in ``/connz``; ``faults.disconnect()`` takes it)."""
     name: str
+    """The connection name the client gave in CONNECT ("" for none)."""
     lang: str
+    """The client library's language (``python``, ``javascript``, ``go``, ...)."""
     version: str
+    """The client library's version."""
     host: str
+    """The client's address."""
     port: int
+    """The client's port."""
     subscriptions: list[SubscriptionSnapshot]
+    """Its subscriptions."""
     pending_bytes: int
+    """Bytes queued for it, not yet written to its socket."""
     server: str = ""  # in a cluster: the node the client is connected to
 
     def to_dict(self) -> dict[str, Any]:
+        """The snapshot as plain dicts and lists (what the control plane sends as JSON)."""
         return dataclasses.asdict(self)
 
 

@@ -188,6 +188,7 @@ class Router(InternalSubscriptions):
 
     @property
     def client_url(self) -> str:
+        """``nats://HOST:PORT`` for clients (``127.0.0.1`` when bound to every address)."""
         host = self.config.host
         if host in ("0.0.0.0", "", "::"):
             host = "127.0.0.1"

