@@ -352,6 +352,9 @@ class Cluster:
             if jsc is not None:
                 jsc.meta.campaign_now()
             await self._wait_for_meta_leader()
+        if self.config.preload is not None:
+            # Through one node's $JS.API, as a client would: the meta leader places it all.
+            await self.live_nodes[0].server._preload(self.config.preload)
         if self.config.ports_file_dir:
             self._write_ports_file(self.config.ports_file_dir)
         self.log.info("Server is ready")

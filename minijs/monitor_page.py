@@ -238,9 +238,29 @@ def faults_section(server: Any) -> str:
 
 
 def cluster_section(server: Any) -> str:
-    """Cluster nodes and their leaders (meta, streams, consumers): the hook for when minijs
-    runs clusters. A single server has none, so nothing is rendered."""
-    return ""
+    """A cluster's nodes (up or down, the meta leader) and its replicated streams (leader, each
+    replica's lag), as the node serving the page knows them. A single server has none, so
+    nothing is rendered."""
+    membership = getattr(server, "membership", None)
+    cluster = getattr(membership, "cluster", None)
+    if cluster is None:
+        return ""
+    snap = cluster.cluster()
+    meta = snap.get("meta_leader")
+    nodes = _table("cluster-nodes", f"cluster {snap['name']}: nodes",
+                   ["node", "state", "client URL", "meta"],
+                   ([n["name"], "up" if n["up"] else "down", n["client_url"],
+                     "leader" if n["name"] == meta else ""] for n in snap["nodes"]),
+                   empty="no nodes")
+    streams = _table("cluster-streams", "replicated streams",
+                     ["account", "stream", "leader", "replicas (lag)"],
+                     ([s["account"], s["name"], s["leader"] or "none (election)",
+                       ", ".join(f"{r['name']}" + ("" if r["lag"] in (0, None)
+                                                   else f" ({r['lag']})")
+                                 + ("" if r["up"] else " down") for r in s["replicas"])]
+                      for s in snap["streams"]),
+                     empty="no streams")
+    return nodes + streams
 
 
 # ---------------------------------------------------------------------- rendering

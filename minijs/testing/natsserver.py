@@ -426,7 +426,7 @@ class NatsServerCluster:
                 name, executable, client_ports[i], args, user=user, password=password,
                 token=token, store_dir=str(Path(self._tmp.name) / name)))
         self.clock = RealTimeClock()
-        self.faults = _SkipFaults()
+        self.faults = SkippingFaults()
 
     def start(self) -> "NatsServerCluster":
         errors: list[BaseException] = []
