@@ -262,3 +262,33 @@ async def test_control_plane_drives_the_cluster_from_any_node():
         await nc.close()
     finally:
         await cluster.stop()
+
+
+async def test_preload_creates_replicated_streams_once_the_cluster_is_ready():
+    cluster = await _cluster(jetstream=True, preload={
+        "streams": [{"name": "P", "subjects": ["p.>"], "num_replicas": 3}],
+        "messages": [{"subject": "p.1", "data": "hello"}]})
+    try:
+        [stream] = cluster.cluster()["streams"]
+        assert stream["name"] == "P" and len(stream["replicas"]) == 3
+        assert [m.data for m in cluster.messages("P")] == [b"hello"]
+    finally:
+        await cluster.stop()
+
+
+async def test_live_page_shows_the_nodes_and_the_leaders():
+    import urllib.request
+
+    cluster = await _cluster(jetstream=True, http_port=0)
+    try:
+        nc = await nats.connect(cluster.client_url)
+        await nc.jetstream().add_stream(StreamConfig(name="LIVE", subjects=["live"],
+                                                     num_replicas=3))
+        port = cluster.nodes[1].server.monitor.port
+        page = await asyncio.to_thread(lambda: urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/minijs?part=state", timeout=5).read().decode())
+        assert 'id="cluster-nodes"' in page and 'id="cluster-streams"' in page
+        assert "LIVE" in page and cluster.meta_leader() in page
+        await nc.close()
+    finally:
+        await cluster.stop()
