@@ -417,9 +417,16 @@ class Cluster:
                 jsc.kick(live)
 
     async def _wait_for_meta_leader(self, timeout: float = 10.0) -> None:
+        """Until every live node knows the meta leader (the cluster is settled)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self.meta_leader() is None:
+
+        def settled() -> bool:
+            leaders = {n.server.jetstream_cluster.meta_leader for n in self.live_nodes
+                       if n.server.jetstream_cluster is not None}
+            return len(leaders) == 1 and None not in leaders
+
+        while not settled():
             if loop.time() > deadline:
                 raise ClusterError("the cluster elected no JetStream meta leader within "
                                    f"{timeout:.0f} s")

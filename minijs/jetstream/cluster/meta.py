@@ -112,6 +112,8 @@ class JetStreamCluster:
         self._next_gather = 0
         self.meta_leader: str | None = None
         self.stopped = False
+        #: When this node's meta group started (server clock, monotonic).
+        self.started_at = 0.0
         #: Nodes that said they were shutting down (their assets are offline until they are
         #: back), as nats-server's meta layer learns from a server's shutdown event.
         self.offline: set[str] = set()
@@ -121,6 +123,7 @@ class JetStreamCluster:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, *, bootstrap: bool) -> None:
+        self.started_at = self.clock.monotonic()
         self.meta.start("bootstrap" if bootstrap else None)
 
     def stop(self, *, crash: bool = False) -> None:
@@ -233,6 +236,14 @@ class JetStreamCluster:
 
     def is_meta_leader(self) -> bool:
         return self.meta.is_leader()
+
+    def leaderless(self) -> bool:
+        """nats-server's ``isLeaderless``: no meta leader, and this node's meta group has run
+        longer than the lost-quorum interval (a starting node waits for one instead)."""
+        from minijs.cluster.raft import LOST_QUORUM
+
+        return (self.meta.leader is None
+                and self.clock.monotonic() - self.started_at > LOST_QUORUM)
 
     # ------------------------------------------------------------------ assignments
 
@@ -440,7 +451,7 @@ class JetStreamCluster:
         else:
             return
         if not self.is_meta_leader():
-            if self.meta_leader is None and reply:
+            if self.leaderless() and reply:
                 self._not_available(api, rtype, reply)
             return
         try:
@@ -573,7 +584,7 @@ class JetStreamCluster:
         if handler is not None:
             if self.is_meta_leader():
                 self._run(api, rtype, handler, tokens, account, reply, hdr, payload)
-            elif self.meta_leader is None and reply:
+            elif self.leaderless() and reply:
                 self._not_available(api, rtype, reply)
             return True
         name = _stream_of(tokens)
@@ -597,7 +608,7 @@ class JetStreamCluster:
         if sa is None:
             if self.is_meta_leader() and reply and rtype:
                 self._respond(reply, rtype, error=E.stream_not_found(), api=api)
-            elif self.meta_leader is None and reply and rtype:
+            elif self.leaderless() and reply and rtype:
                 self._not_available(api, rtype, reply)
             return True
         if rtype == "stream_info_response" and reply:
