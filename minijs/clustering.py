@@ -623,6 +623,7 @@ class Cluster:
         """A snapshot: the cluster's name, each node (up or down), the meta leader, and each
         replicated stream's leader and replicas (with how far each lags)."""
         streams = []
+        consumers: list[dict[str, Any]] = []
         seen: set[tuple[str, str]] = set()
         for node in self.live_nodes:
             jsc = node.server.jetstream_cluster
@@ -636,6 +637,7 @@ class Cluster:
                         "replicas": self._replicas(key, leader, sa.peers)}
                 seen.add(key)
                 streams.append(info)
+                consumers.extend(self._consumers(key, leader))
         return {
             "name": self.name,
             "meta_leader": self.meta_leader(),
@@ -643,7 +645,26 @@ class Cluster:
                        "client_url": n.client_url, "tags": list(n.config.tags)}
                       for n in self.nodes],
             "streams": streams,
+            "consumers": consumers,
         }
+
+    def _consumers(self, key: tuple[str, str], leader: str | None) -> list[dict[str, Any]]:
+        """The consumers of a replicated stream, as its leader runs them: each one's leader
+        (its stream's; an R1 consumer's home node) and replicas."""
+        if leader is None:
+            return []
+        replica = self.node(leader).server.jetstream_cluster.replicas.get(key)
+        stream = replica.stream if replica is not None else None
+        if stream is None:
+            return []
+        out = []
+        for name, consumer in sorted(stream.consumers.items()):
+            info = replica.consumer_cluster_info(consumer)
+            peers = [info["leader"]] + [r["name"] for r in info.get("replicas", [])]
+            out.append({"account": key[0], "stream": key[1], "name": name,
+                        "leader": info["leader"],
+                        "replicas": [r for r in self._replicas(key, leader, peers)]})
+        return out
 
     def _stream_leader(self, key: tuple[str, str]) -> str | None:
         for node in self.live_nodes:

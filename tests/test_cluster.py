@@ -292,3 +292,27 @@ async def test_live_page_shows_the_nodes_and_the_leaders():
         await nc.close()
     finally:
         await cluster.stop()
+
+
+async def test_the_same_seed_places_and_elects_the_same_way():
+    async def run(seed: int) -> tuple:
+        cluster = await _cluster(jetstream=True, seed=seed)
+        try:
+            nc = await nats.connect(cluster.client_url)
+            js = nc.jetstream()
+            for i in range(4):
+                await js.add_stream(StreamConfig(name=f"S{i}", subjects=[f"s{i}"],
+                                                 num_replicas=1 + i % 3))
+            await js.add_consumer("S2", durable_name="c")
+            await nc.close()
+            snap = cluster.cluster()
+            return (snap["meta_leader"],
+                    [(s["name"], s["leader"], [r["name"] for r in s["replicas"]])
+                     for s in snap["streams"]],
+                    [(c["name"], c["leader"]) for c in snap["consumers"]])
+        finally:
+            await cluster.stop()
+
+    first = await run(7)
+    assert await run(7) == first
+    assert first[2] == [("c", first[1][2][1])]  # the consumer runs where its stream leads
