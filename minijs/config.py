@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minijs.authconfig import AccountConnLimits, Export, Import, Mapping, User
+    from minijs.routeconfig import RouteOptions
 
 #: The nats-server release whose externally visible behaviour minijs matches. Clients switch
 #: features on the advertised version (nats-py needs >= 2.9 for the named consumer API).
@@ -214,6 +215,9 @@ class ServerConfig:
     #: minijs extension: each in-process node's ``server_tags`` by node name (nodes not
     #: named take ``tags``), for placement by tags.
     cluster_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Routes to other server processes (nats-server's ``cluster { listen routes ... }``,
+    #: ``--cluster``/``--routes``; see :mod:`minijs.routeconfig`); None: no route listener.
+    route_options: RouteOptions | None = None
     control_user: str | None = None  # with auth configured, the only user the plane answers
     extra: dict[str, Any] = field(default_factory=dict)
 

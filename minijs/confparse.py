@@ -616,6 +616,10 @@ class _Mapper:
                 c["ports_file_dir"] = self.str_(e)
             elif k == "server_tags":
                 c["tags"] = self.server_tags(e)
+            elif k == "cluster":
+                from minijs.routeconfig import cluster_block
+
+                cluster_block(self, e)
             elif e.used:
                 continue  # a variable definition that a later value referenced
             else:
@@ -1558,7 +1562,7 @@ _ACCOUNT_JS_KEYS = {
 #: ("not supported") rather than "unknown field", and never a silent no-op.
 _UNSUPPORTED: dict[str, set[str]] = {
     "": {
-        "tls", "cluster", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
+        "tls", "gateway", "leafnodes", "leaf", "websocket", "ws", "mqtt",
         "no_system_account", "no_sys_acc",
         "trusted", "trusted_keys", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",
