@@ -128,6 +128,9 @@ class Monitor:
             "/jsz": self._jsz,
             "/healthz": self._healthz,
         }
+        if getattr(server, "routes", None) is None or getattr(server, "route_transport", None):
+            # (an in-process cluster's node reports its routes elsewhere)
+            self._routes["/routez"] = self._routez
 
     @property
     def _log(self) -> Any:
@@ -347,6 +350,51 @@ class Monitor:
     def _jsz(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         return _answer(self.jsz, query)
 
+    def _routez(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        return _answer(self.routez, query)
+
+    def routez(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``/routez``: the route connections to other processes (``subs=1`` or ``detail``
+        lists each one's route subscriptions)."""
+        query = query or {}
+        subs = query.get("subs", "")
+        detail = subs.lower() == "detail"
+        with_subs = detail or (_bool_param(query, "subs") if subs else False)
+        server = self.server
+        now, _ = self._now()
+        transport = getattr(server, "route_transport", None)
+        records = transport.route_records() if transport is not None else []
+        routes = []
+        for r in records:
+            info: dict[str, Any] = {
+                "rid": r["rid"], "remote_id": r["remote_id"], "remote_name": r["remote_name"],
+                "did_solicit": r["did_solicit"], "is_configured": r["is_configured"],
+                "ip": r["ip"], "port": r["port"], "start": rfc3339(r["start"]),
+                "last_activity": rfc3339(r["last_activity"])}
+            if r["rtt"]:
+                info["rtt"] = go_duration(r["rtt"])
+            info.update({
+                "uptime": uptime(now - r["start"]), "idle": uptime(now - r["last_activity"]),
+                "pending_size": r["pending_size"], "in_msgs": r["in_msgs"],
+                "out_msgs": r["out_msgs"], "in_bytes": r["in_bytes"],
+                "out_bytes": r["out_bytes"], "subscriptions": len(r["subs"])})
+            if r["subs"] and detail:
+                info["subscriptions_list_detail"] = [
+                    {"account": acc, "subject": subj.decode(errors="replace"),
+                     **({"qgroup": q.decode(errors="replace")} if q else {}),
+                     "sid": " ".join(x.decode(errors="replace") if isinstance(x, bytes) else x
+                                     for x in (acc, subj, q) if x),
+                     "msgs": 0, "cid": r["rid"]} for acc, subj, q in r["subs"]]
+            elif r["subs"] and with_subs:
+                info["subscriptions_list"] = [subj.decode(errors="replace")
+                                              for _, subj, _ in r["subs"]]
+            if r["account"]:
+                info["account"] = r["account"]
+            info["compression"] = "off"
+            routes.append(info)
+        return {"server_id": server.server_id, "server_name": server.server_name,
+                "now": rfc3339(now), "num_routes": len(routes), "routes": routes}
+
     def _index(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         links = "\n".join(
             f'\t<a href=.{path}>{title}<span class="endpoint"> {path}</span></a>'
@@ -380,6 +428,9 @@ class Monitor:
             "host": config.host,
             "port": server.port,
         }
+        transport = getattr(server, "route_transport", None)
+        if transport is not None:
+            v["connect_urls"] = transport.routes.connect_urls()
         if config.auth_required:
             v["auth_required"] = True
         v["max_connections"] = config.max_connections
@@ -397,6 +448,8 @@ class Monitor:
             "max_payload": config.max_payload,
             "max_pending": config.max_pending,
         })
+        if transport is not None:
+            v["cluster"] = transport.varz_cluster()
         jetstream = self._jetstream()
         if jetstream is not None:
             v["jetstream"] = jetstream
@@ -414,8 +467,8 @@ class Monitor:
         v.update({
             "connections": len(server.connections),
             "total_connections": server.total_connections,
-            "routes": 0,
-            "remotes": 0,
+            "routes": transport.num_routes if transport is not None else 0,
+            "remotes": transport.num_remotes if transport is not None else 0,
             "leafnodes": 0,
             "in_msgs": stats.in_msgs,
             "in_bytes": stats.in_bytes,

@@ -181,6 +181,13 @@ class Router(InternalSubscriptions):
 
     # ----------------------------------------------------------------- connections
 
+    def allocate_id(self) -> int:
+        """The next connection id, for a connection that is not a client (a route's ``rid``:
+        nats-server numbers routes and clients from one sequence)."""
+        cid = self._next_cid
+        self._next_cid += 1
+        return cid
+
     def register(self, conn: Connection) -> int:
         cid = self._next_cid
         self._next_cid += 1
