@@ -200,7 +200,16 @@ class RouteConnection(asyncio.Protocol):
         if self.closed or not self._out or self.transport is None:
             return
         out, self._out = self._out, []
-        self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+        transport = self.transport
+        transport.write(out[0] if len(out) == 1 else b"".join(out))
+        if transport.get_write_buffer_size() > self.owner.router.config.max_pending:
+            # A peer that stopped reading: cut it rather than buffer without end (its link
+            # goes down and is formed again), as nats-server cuts a slow route.
+            self.owner.log.info(self._prefix() + "Slow Consumer Detected: pending bytes over "
+                                f"{self.owner.router.config.max_pending}")
+            self._closing("Slow Consumer (Pending Bytes)")
+            self._teardown()
+            transport.abort()
 
     def pending_size(self) -> int:
         transport = self.transport
