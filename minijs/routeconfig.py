@@ -73,6 +73,11 @@ class RouteOptions:
     ping_interval: float = 0.0
     ping_max: int = 0
 
+    def __post_init__(self) -> None:
+        # Routes may be given as URLs (``routes=("nats://127.0.0.1:6222",)``).
+        routes = tuple(parse_route_url(r) if isinstance(r, str) else r for r in self.routes)
+        object.__setattr__(self, "routes", routes)
+
 
 def parse_route_url(text: str, kind: str = "route") -> RouteURL:
     """``nats://[user:password@]host:port`` (any scheme, as nats-server takes any)."""

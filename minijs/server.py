@@ -213,6 +213,18 @@ class Server(Router):
         if self.route_transport is not None:
             self.route_transport.begin()  # (nats-server starts routing once it is ready)
 
+    @property
+    def route_url(self) -> str | None:
+        """Where this server listens for routes (``nats://host:port``, the port bound), while
+        it runs with ``route_options``; None otherwise."""
+        transport = self.route_transport
+        if transport is None or not transport.port:
+            return None
+        host = transport.options.host
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        return f"nats://{_host_port(host, transport.port)}"
+
     async def _bind_routes(self) -> None:
         """Bind the route port before the server says it is ready (nats-server's fatal
         line, and the client port closed again, when it cannot)."""
