@@ -137,6 +137,7 @@ class PeerLink:
         self.ip = ""
         #: What arrived before the link came up: (connection, operation), in order.
         self.pending: list[tuple[RouteConnection, tuple]] | None = []
+        self._by_account: dict[str, RouteConnection] = {}
         self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connections(self) -> list[RouteConnection]:
@@ -145,9 +146,16 @@ class PeerLink:
         return out
 
     def conn_for(self, account: str) -> RouteConnection | None:
+        conn = self._by_account.get(account)
+        if conn is not None:
+            return conn
         if account in self.pinned:
-            return self.pinned_conns.get(account)
-        return self.slots[pool_index(self.size, account)]
+            conn = self.pinned_conns.get(account)
+        else:
+            conn = self.slots[pool_index(self.size, account)]
+        if self.complete and conn is not None:  # (a complete link's connections are fixed)
+            self._by_account[account] = conn
+        return conn
 
     def filled(self) -> bool:
         return all(c is not None for c in self.slots) and all(

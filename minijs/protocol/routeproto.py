@@ -35,6 +35,7 @@ Operations (tuples, first item the op code):
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 OP_CLOSE = 0
@@ -57,6 +58,8 @@ ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
 MAX_ROUTE_LINE = 1 << 20
 
 _WS = b" \t\r"
+#: ``RMSG account subject [reply] size``: the hot path's line (anything else takes the slow one).
+_RMSG = re.compile(rb"RMSG ([^ \t\r\n]+) ([^ \t\r\n]+)(?: ([^ \t\r\n]+))? (\d+)\r\n").match
 
 
 def _split(arg: bytes) -> list[bytes]:
@@ -76,6 +79,8 @@ class RouteParser:
         self.dead = False
         #: The last :meth:`feed` stopped after an INFO with input left: call ``feed(b"")``.
         self.paused = False
+        #: Account names seen, decoded once.
+        self._names: dict[bytes, str] = {}
 
     def feed(self, data: bytes) -> list[tuple]:
         """The operations in ``data`` (after what was left over). It stops after an INFO
@@ -86,10 +91,28 @@ class RouteParser:
             return []
         buf = self._buf + data if self._buf else data
         ops: list[tuple] = []
+        append = ops.append
         pos = 0
         end = len(buf)
+        fast = self.account is None
+        names = self._names
         while pos < end:
             pending = self._pending
+            if pending is None and fast:
+                # The hot path: a plain RMSG whose payload is in this read.
+                m = _RMSG(buf, pos)
+                if m is not None:
+                    start = m.end()
+                    stop = start + int(m.group(4))
+                    if stop + 2 <= end and buf[stop:stop + 2] == b"\r\n":
+                        acc = m.group(1)
+                        account = names.get(acc)
+                        if account is None:
+                            account = names[acc] = acc.decode()
+                        append((OP_MSG, account, m.group(2), m.group(3), (), None,
+                                buf[start:stop]))
+                        pos = stop + 2
+                        continue
             if pending is not None:
                 total = pending[6]
                 if end - pos < total + 2:
@@ -270,6 +293,12 @@ def msg(account: str, subject: bytes, reply: bytes | None, queues: tuple[bytes, 
         header: bytes | None, payload: bytes, pinned: bool = False) -> bytes:
     """``RMSG`` (or ``HMSG`` with a header block) for a peer: the reply and the names of the
     queue groups whose member the peer was picked as."""
+    if not queues and not header and not pinned:  # the common case, in one format
+        if reply:
+            return b"RMSG %b %b %b %d\r\n%b\r\n" % (_account_bytes(account), subject, reply,
+                                                    len(payload), payload)
+        return b"RMSG %b %b %d\r\n%b\r\n" % (_account_bytes(account), subject, len(payload),
+                                             payload)
     parts = [b"HMSG" if header else b"RMSG"]
     if not pinned:
         parts.append(account.encode())
@@ -288,6 +317,18 @@ def msg(account: str, subject: bytes, reply: bytes | None, queues: tuple[bytes, 
         return b" ".join(parts) + b"\r\n" + header + payload + b"\r\n"
     parts.append(b"%d" % len(payload))
     return b" ".join(parts) + b"\r\n" + payload + b"\r\n"
+
+
+_ACCOUNT_BYTES: dict[str, bytes] = {}
+
+
+def _account_bytes(account: str) -> bytes:
+    out = _ACCOUNT_BYTES.get(account)
+    if out is None:
+        out = account.encode()
+        if len(_ACCOUNT_BYTES) < 4096:
+            _ACCOUNT_BYTES[account] = out
+    return out
 
 
 #: A JetStream ack reply (``$JS.ACK.<stream>.<consumer>...``) routed with a delivery: the
