@@ -114,6 +114,25 @@ def test_cluster_name_without_a_route_port(target: str, spawn: Any) -> None:
     assert list(info).index("cluster") == list(info).index("client_ip") + 1
 
 
+async def test_cluster_connect_urls_of_a_lone_node(target: str, spawn: Any,
+                                                  make_cluster: Any) -> None:
+    """A node with a route port that was never routed lists no ``connect_urls``; one whose
+    only peer left lists itself (an async INFO with its own URL only)."""
+    srv = spawn(args=["--cluster", f"nats://127.0.0.1:{_free_port()}", "--cluster_name", "c"])
+    assert "connect_urls" not in read_info(srv.host, srv.port)
+    c = make_cluster(size=2, jetstream=False, processes=True)
+    await c.settle(timeout=15)
+    n1, n2 = c.nodes
+    client = RawClient.connect(n1.host, n1.port)
+    try:
+        client.handshake()
+        await c.kill(n2.name)
+        assert parse_info(client.read_line(timeout=10))["connect_urls"] == [url_of(n1)]
+        assert read_info(n1.host, n1.port)["connect_urls"] == [url_of(n1)]
+    finally:
+        client.close()
+
+
 def test_cluster_routes_need_a_route_port(target: str, tmp_path: Any) -> None:
     """``--routes`` without ``--cluster`` (nor a cluster block): exit 1 with nats-server's
     message."""

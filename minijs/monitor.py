@@ -429,8 +429,9 @@ class Monitor:
             "port": server.port,
         }
         transport = getattr(server, "route_transport", None)
-        if transport is not None:
-            v["connect_urls"] = transport.routes.connect_urls()
+        urls = transport.routes.connect_urls() if transport is not None else None
+        if urls:
+            v["connect_urls"] = urls
         if config.auth_required:
             v["auth_required"] = True
         v["max_connections"] = config.max_connections

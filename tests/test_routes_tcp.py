@@ -11,6 +11,7 @@ import asyncio
 import io
 import json
 import socket
+import subprocess
 import time
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
@@ -669,3 +670,90 @@ async def test_an_implicit_route_is_tried_once_then_found_again_through_gossip()
         assert not any("attempt 2" in line for line in n2.lines())
         await n3.server.start()
         await until(lambda: meshed(nodes), what="n3 back through n1's gossip")
+
+
+async def test_pool_sizes_one_connection_or_the_larger_pool():
+    ports = [_free_port() for _ in range(3)]
+    n1 = Node("n1", ports[0], [], options={"pool_size": -1})
+    n2 = Node("n2", ports[1], [ports[0]])
+    async with _running(n1, n2):
+        await until(lambda: meshed([n1, n2]), what="a link without pooling")
+        assert n1.transport.num_routes == n2.transport.num_routes == 1
+    ports = [_free_port() for _ in range(2)]
+    n1 = Node("n1", ports[0], [], options={"pool_size": 5})
+    n2 = Node("n2", ports[1], [ports[0]])
+    async with _running(n1, n2):
+        await until(lambda: meshed([n1, n2]), what="a pool of the larger size")
+        assert n1.transport.num_routes == n2.transport.num_routes == 6  # 5 + the system's
+        a, b = await Raw.connect(n1.server.port), await Raw.connect(n2.server.port)
+        await a.send(b"SUB big 1\r\n")
+        await interest_everywhere(a, b)
+        payload = bytes(range(256)) * 4096  # 1 MiB: crosses in many reads
+        await b.send(b"PUB big %d\r\n" % len(payload) + payload + b"\r\n")
+        assert await a.frame() == b"MSG big 1 %d\r\n" % len(payload) + payload
+        await a.close()
+        await b.close()
+
+
+async def test_a_restarted_server_rejoins():
+    async with cluster(2) as nodes:
+        n1, n2 = nodes
+        await n2.server.restart()
+        await until(lambda: meshed(nodes), what="rejoined after restart")
+        raw = await Raw.connect(n1.server.port, connect=None)
+        assert sorted(raw.info["connect_urls"]) == sorted(n.url for n in nodes)
+        await raw.close()
+
+
+# ---------------------------------------------------------------------- beside a real nats-server
+
+
+def _nats_server(*args: str) -> subprocess.Popen:
+    from conformance.servers import command_for
+
+    return subprocess.Popen(command_for("nats-server") + list(args), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+async def test_a_real_nats_server_is_refused_both_ways_without_disturbing_its_cluster():
+    """nats-server dialling a minijs route port, and minijs dialling nats-server's: refused
+    with the -ERR naming the cause and the fix (nats-server logs it), logged once by minijs;
+    nats-server never registers the route, so its clients' connect_urls never change."""
+    node = Node("mini", _free_port(), [])
+    async with _running(node):
+        real_port, real_cluster = _free_port(), _free_port()
+        real = _nats_server("-a", "127.0.0.1", "-p", str(real_port), "-n", "real",
+                            "--cluster", f"nats://127.0.0.1:{real_cluster}",
+                            "--cluster_name", "conf",
+                            "--routes", f"nats://127.0.0.1:{node.cluster_port}")
+        try:
+            await until(lambda: _port_open(real_port), what="nats-server up")
+            client = await Raw.connect(real_port)
+            assert "connect_urls" not in client.info  # (a node never routed lists none)
+            minijs_dials = Node("mini2", _free_port(), [real_cluster])
+            async with _running(minijs_dials):
+                await asyncio.sleep(3.5)  # nats-server dials again every second
+                try:
+                    extra = await client.frame(timeout=0.1)
+                except asyncio.TimeoutError:
+                    extra = b""
+                assert extra == b"", extra  # no async INFO: nothing was ever added
+            await client.close()
+        finally:
+            real.terminate()
+            _, err = await asyncio.to_thread(real.communicate, timeout=30)
+    assert f"Route Error '{REFUSAL}'" in err
+    assert not minijs_dials.transport and not node.transport  # (stopped)
+    for n in (node, minijs_dials):
+        errors = [line for line in n.lines("ERR") if "not minijs" in line]
+        assert len(errors) == 1, n.lines("ERR")
+    assert node.lines("ERR")[0].count("Refusing route from server") == 1
+    assert "Refusing route to nats://127.0.0.1:%d" % real_cluster in minijs_dials.lines("ERR")[0]
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -50,6 +50,12 @@ REFUSAL = ("minijs routes join only minijs servers: this route joins a minijs pr
 MARKER = "minijs"
 MARKER_VERSION = 1
 
+#: How long an accepted connection waits for the peer's CONNECT before it sends its INFO.
+#: nats-server sends its INFO at once, but it also sends its CONNECT at once when it dials: a
+#: nats-server that is to be refused never sees minijs's INFO, so it never registers the
+#: route (which would add this node to its clients' connect_urls and gossip it to its cluster,
+#: only to drop it again at the refusal). A client that waits for the INFO gets it this late.
+INFO_GRACE = 0.1
 #: nats-server's first-PING delay on routes and the longest interval between PINGs.
 FIRST_PING = 1.0
 MAX_PING_INTERVAL = 30.0
@@ -102,6 +108,9 @@ class RouteConnection(asyncio.Protocol):
         # Keep-alive and statistics.
         self._ping_timer: Any = None
         self._auth_timer: Any = None
+        self._info_timer: Any = None
+        #: The route INFO went out (an accepted connection sends it once it knows its peer).
+        self.info_sent = False
         self.pings_out = 0
         self.ping_start = 0.0
         self.rtt = 0.0
@@ -154,7 +163,7 @@ class RouteConnection(asyncio.Protocol):
             if self.account is not None:  # a dedicated route introduces itself at once
                 self.send(rp.info(owner.route_info(account=self.account)))
         else:
-            self.send(rp.info(owner.route_info()))
+            self._info_timer = REAL_CLOCK.call_later(INFO_GRACE, self._greet)
             if owner.options.user:
                 self._auth_timer = REAL_CLOCK.call_later(owner.options.auth_timeout,
                                                          self._auth_expired)
@@ -251,10 +260,10 @@ class RouteConnection(asyncio.Protocol):
             return
         self.closed = True
         self._out = []
-        for timer in (self._ping_timer, self._auth_timer):
+        for timer in (self._ping_timer, self._auth_timer, self._info_timer):
             if timer is not None:
                 timer.cancel()
-        self._ping_timer = self._auth_timer = None
+        self._ping_timer = self._auth_timer = self._info_timer = None
         self._log_created()
         text = f"Router connection closed: {self.close_reason or 'Client Closed'}"
         if self.remote_name:
@@ -262,6 +271,15 @@ class RouteConnection(asyncio.Protocol):
         log = self.owner.log
         (log.debug if self.quiet else log.info)(self._prefix() + text)
         self.owner.connection_closed(self)
+
+    def _greet(self) -> None:
+        """The accepting side's route INFO (once)."""
+        self._info_timer = None
+        if self.info_sent or self.closed:
+            return
+        self.info_sent = True
+        self.send(rp.info(self.owner.route_info()))
+        self.flush()
 
     # ------------------------------------------------------------------ keep-alive
 
@@ -301,6 +319,8 @@ class RouteConnection(asyncio.Protocol):
         kind = op[0]
         if not self._logged_created and kind not in (rp.OP_CONNECT, rp.OP_INFO):
             self._log_created()
+        if not self.info_sent and not self.did_solicit and kind != rp.OP_CONNECT:
+            self._greet()
         if kind in (rp.OP_MSG, rp.OP_SUB, rp.OP_UNSUB):
             if kind == rp.OP_MSG:
                 self.in_msgs += 1
@@ -357,6 +377,8 @@ class RouteConnection(asyncio.Protocol):
         refused = not isinstance(fields.get(MARKER), dict)
         self.quiet = refused and owner.refused_before(str(fields.get("name", "")))
         self._log_created()
+        if not refused:
+            self._greet()  # (a server that is not minijs is answered its -ERR only)
         if not owner.route_authorized(fields):
             self.error("authentication error")
             self.fail(ERR_AUTH_VIOLATION, "Authentication Failure")

@@ -200,6 +200,8 @@ class RouteTransport:
         self.client_urls: list[str] = []
         self._local_hosts: set[str] = set()
         self.running = False
+        #: A link to a peer came up at least once (from then on connect_urls lists this node).
+        self.ever_linked = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -284,8 +286,10 @@ class RouteTransport:
 
     def _hello(self) -> dict[str, Any]:
         urls = self.client_urls or [self.router.client_url.split("://", 1)[1]]
+        # nats-server lists its own URLs in connect_urls once it was first routed to a peer.
         return {"name": self.router.server_name, "id": self.router.server_id,
-                "cluster": self.cluster_name, "client_url": urls[0], "client_urls": urls}
+                "cluster": self.cluster_name, "client_url": urls[0],
+                "client_urls": urls if self.ever_linked else []}
 
     def _marker(self) -> dict[str, Any]:
         return {"version": MARKER_VERSION, "pinned": list(self.pinned)}
@@ -549,6 +553,7 @@ class RouteTransport:
 
     def _link_up(self, link: PeerLink) -> None:
         link.complete = True
+        self.ever_linked = True
         rid = link.remote_id
         routes = self.routes
         routes.link(rid, True)

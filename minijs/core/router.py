@@ -250,7 +250,9 @@ class Router(InternalSubscriptions):
         if self.jetstream_group is not None and getattr(config, "js_domain", ""):
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if routes is not None:
-            fields["connect_urls"] = routes.connect_urls()
+            urls = routes.connect_urls()
+            if urls:  # (omitted while empty, as Go's omitempty)
+                fields["connect_urls"] = urls
         if connect_info:
             fields["connect_info"] = True
             fields["remote_account"] = conn.account if conn is not None else GLOBAL_ACCOUNT

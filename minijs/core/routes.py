@@ -127,9 +127,10 @@ class Routes:
 
     def connect_urls(self) -> list[str]:
         """INFO's ``connect_urls``: this node's client address, then each linked peer's (a
-        node that listens on every interface has one per address: ``client_urls``)."""
+        node that listens on every interface has one per address: ``client_urls``, which may
+        be empty: a node that never had a peer lists none, as nats-server)."""
         hello = self._hello()
-        urls = list(hello.get("client_urls") or [hello["client_url"]])
+        urls = list(hello["client_urls"] if "client_urls" in hello else [hello["client_url"]])
         for conn in self.peers.values():
             info = conn.info
             for url in info.get("client_urls") or [info.get("client_url")]:
