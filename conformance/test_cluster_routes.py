@@ -224,3 +224,24 @@ async def test_cluster_no_advertise_flag(target: str, make_cluster: Any) -> None
         a.close()
         b.close()
     await asyncio.sleep(0)
+
+
+def test_cluster_port_in_the_ports_file(target: str, spawn: Any, tmp_path: Any) -> None:
+    """With ``--cluster ...:-1`` and ``--ports_file_dir``, the ports file lists the route port
+    that was bound (``cluster``, after ``nats`` and ``monitoring``): how a harness learns the
+    seed route for the next node."""
+    srv = spawn(args=["-m", "-1", "--cluster", "nats://127.0.0.1:-1", "--ports_file_dir",
+                      str(tmp_path)])
+    deadline = time.monotonic() + 5
+    while not list(tmp_path.glob("*.ports")):
+        assert time.monotonic() < deadline, "no ports file"
+        time.sleep(0.05)
+    ports = json.loads(next(tmp_path.glob("*.ports")).read_text())
+    assert list(ports) == ["nats", "monitoring", "cluster"]
+    assert ports["nats"] == [f"nats://{srv.host}:{srv.port}"]
+    (route,) = ports["cluster"]
+    host, port = route[len("nats://"):].rsplit(":", 1)
+    assert host == "127.0.0.1"
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.settimeout(5)
+        assert sock.recv(5) == b"INFO "  # a route port

@@ -549,6 +549,10 @@ class Server(Router):
             info["monitoring"] = [f"http://{h}:{self.monitor.port}"
                                   for h in _listen_hosts(self.config.http_host or
                                                          self.config.host)]
+        transport = self.route_transport
+        if transport is not None and transport.port:  # the route port, as nats-server lists it
+            info["cluster"] = [f"nats://{h}:{transport.port}"
+                               for h in _listen_hosts(transport.options.host)]
         try:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(info, f, separators=(",", ":"))
