@@ -5,7 +5,6 @@ port sends. Server processes of either target, started by the case.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import socket
@@ -223,7 +222,6 @@ async def test_cluster_no_advertise_flag(target: str, make_cluster: Any) -> None
     finally:
         a.close()
         b.close()
-    await asyncio.sleep(0)
 
 
 def test_cluster_port_in_the_ports_file(target: str, spawn: Any, tmp_path: Any) -> None:

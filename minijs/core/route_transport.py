@@ -46,7 +46,7 @@ import socket
 import string
 from typing import Any, Callable
 
-from minijs.config import GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION
+from minijs.config import GO_VERSION, NATS_SERVER_VERSION
 from minijs.core.route_conn import MARKER, MARKER_VERSION, REFUSAL, RouteConnection
 from minijs.core.routes import Routes
 from minijs.protocol import routeproto as rp
@@ -897,13 +897,3 @@ def _local_hosts(listen_host: str) -> set[str]:
     except OSError:
         pass
     return hosts
-
-
-def replicas_hint(bus: Any) -> str:
-    """What a ``num_replicas > 1`` refusal should add on a server joined by routes (empty
-    otherwise): read by the JetStream API from its bus."""
-    routes = getattr(bus, "routes", None)
-    return str(getattr(routes, "replicas_hint", "") or "")
-
-
-__all__ = ["RouteTransport", "PeerLink", "pool_index", "REPLICAS_HINT", "GLOBAL_ACCOUNT"]
