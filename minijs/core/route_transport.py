@@ -758,7 +758,16 @@ class RouteTransport:
                 if rid:
                     known = rid
                 if outcome in ("registered", "duplicate"):
-                    attempts, refusals = 0, 0
+                    refusals = 0
+                    if known in self.links:
+                        attempts = 0
+                        continue  # (wait while the link lasts)
+                    # Gone as soon as it came: a failed attempt, never a redial loop.
+                    attempts += 1
+                    if not explicit and attempts > self.options.connect_retries:
+                        return
+                    await asyncio.sleep(random.random() * 0.1
+                                        + (ROUTE_RECONNECT if explicit else ROUTE_CONNECT))
                     continue
                 if not explicit:
                     return
