@@ -450,6 +450,8 @@ class RouteTransport:
         if link is None:
             link = self._new_link(rid, info, owner_self=False, attempt=None)
         if not self._place(link, conn, info):
+            if not link.connections():  # a link made for it and nothing else: gone with it
+                self._link_failed(link, "Route Removed")
             return
         if isinstance(attempt, Attempt):
             attempt.report("registered", rid)
