@@ -757,3 +757,16 @@ def _port_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+async def test_a_bad_pool_index_is_refused_and_leaves_nothing_behind():
+    async with cluster(1) as (n1,):
+        marker = {"version": 1, "pinned": ["$SYS"]}
+        connect = json.dumps({"name": "NPEER", "cluster": "conf", "minijs": marker}).encode()
+        info = json.dumps({"server_id": "NPEER", "server_name": "peer", "port": 1,
+                           "cluster": "conf", "route_pool_size": 3, "route_pool_idx": 7,
+                           "minijs": marker}).encode()
+        _, out = await route_exchange(n1.cluster_port,
+                                      b"CONNECT " + connect + b"\r\nINFO " + info + b"\r\n")
+        assert out == b"-ERR 'Invalid route pool index: 7 - pool size is 3'\r\n"
+        assert not n1.transport.links
