@@ -296,6 +296,8 @@ class ProcessCluster(Cluster):
     directory. ``config`` is configuration text every node also loads (accounts, limits);
     ``tags`` gives each node ``server_tags`` (see :func:`node_tags`). ``route_flags=False``
     writes the ``cluster { }`` block into the config file instead of passing the flags.
+    ``seed_only`` gives every node but the first only the first one's route (the rest of the
+    mesh forms by gossip).
     """
 
     def __init__(self, target: str, size: int = 3, jetstream: bool = False,
@@ -303,7 +305,7 @@ class ProcessCluster(Cluster):
                  cluster_name: str = CLUSTER_NAME, extra_args: list[str] | None = None,
                  cluster_block: str = "", route_auth: str = "",
                  extra_routes: list[str] | None = None, wait_routes: bool = True,
-                 name_prefix: str = "n") -> None:
+                 name_prefix: str = "n", seed_only: bool = False) -> None:
         self.target = target
         self.jetstream = jetstream
         self.size = size
@@ -316,8 +318,13 @@ class ProcessCluster(Cluster):
         creds = f"{route_auth}@" if route_auth else ""
         route_urls = {p.name: f"nats://{creds}127.0.0.1:{p.cluster_port}" for p in self.procs}
         self.wait_routes = wait_routes
+        seed = self.procs[0].name
         for p in self.procs:
-            mine = [u for n, u in route_urls.items() if n != p.name] + list(extra_routes or [])
+            if seed_only:  # every node but the first is given the first one's route only
+                mine = [route_urls[seed]] if p.name != seed else []
+            else:
+                mine = [u for n, u in route_urls.items() if n != p.name]
+            mine += list(extra_routes or [])
             routes = ",".join(mine)
             text = config
             if tags:

@@ -66,10 +66,20 @@ Event Loop (minijs only):
         --loop <asyncio|uvloop|auto> asyncio (default), uvloop (pip install 'minijs[uvloop]'),
                                      or uvloop when installed (also MINIJS_LOOP)
 
+Cluster Options (processes joined by routes, as nats-server; core NATS only):
+        --routes <rurl-1, rurl-2>    Routes to solicit and connect
+        --cluster, --cluster_listen <cluster-url>
+                                     Cluster URL for solicited routes (nats://host:port,
+                                     port -1: any free port)
+        --cluster_name <string>      Cluster Name, if not set one will be dynamically generated
+        --no_advertise <bool>        Do not advertise known cluster information to clients
+        --cluster_advertise <str>    Cluster URL to advertise to other servers
+        --connect_retries <number>   For implicit routes, number of connect retries
+
 Cluster (minijs only: N nodes in this process):
         --cluster_size <n>           Run n nodes (2 to 5) on ports -p, -p+1, ... (each a free
                                      port with -p -1); JetStream streams take num_replicas up
-                                     to n (also MINIJS_CLUSTER_SIZE)
+                                     to n (also MINIJS_CLUSTER_SIZE); not with --cluster/--routes
         --cluster_name <name>        The cluster's name (default: minijs)
         --cluster_tags <json>        Each node's server_tags: {{"n1": ["az:1"], ...}}
 
@@ -88,8 +98,7 @@ Common Options:
     -h, --help                       Show this message
     -v, --version                    Show version
 
-Route (--cluster, --routes), gateway, leaf node, syslog and profiling flags of nats-server
-are refused.
+Gateway, leaf node, syslog and profiling flags of nats-server are refused.
 
 Management Commands (against minijs or nats-server; `{PROG} COMMAND -h` shows their flags):
     stream add|ls|info|edit|purge|rm|get     Manage JetStream streams
@@ -151,6 +160,11 @@ _flag(("control_user",), "control_user", "str")
 _flag(("clock",), "clock", "str")
 _flag(("preload",), "preload", "str")
 _flag(("loop",), "loop", "str")
+_flag(("cluster", "cluster_listen"), "cluster_listen", "str")
+_flag(("routes",), "routes", "str")
+_flag(("cluster_advertise",), "cluster_advertise", "str")
+_flag(("no_advertise",), "no_advertise", "bool")
+_flag(("connect_retries",), "connect_retries", "int")
 _flag(("cluster_size",), "cluster_size", "int")
 _flag(("cluster_name",), "cluster_name", "str")
 _flag(("cluster_tags",), "cluster_tags", "str")
@@ -164,9 +178,7 @@ _UNSUPPORTED: dict[str, str] = {
     "ms": "int", "https_port": "int",
     "client_advertise": "str", "logtime_utc": "bool",
     "s": "bool", "syslog": "bool", "r": "str", "remote_syslog": "str",
-    "log_size_limit": "str", "max_traced_msg_len": "int", "routes": "str",
-    "cluster": "str", "no_advertise": "bool",
-    "cluster_advertise": "str", "connect_retries": "int", "cluster_listen": "str",
+    "log_size_limit": "str", "max_traced_msg_len": "int",
     "profile": "int", "help_tls": "bool",
 }
 
@@ -315,6 +327,9 @@ def build_config(given: dict[str, Any]) -> Any:
         raise UsageError("server name cannot contain spaces")
     if any(dest.startswith("tls") for dest in given):
         overrides.update(_tls_flags(given, config))
+    if "cluster_name" in overrides and " " in overrides["cluster_name"]:
+        raise UsageError("cluster name cannot contain spaces")
+    _route_overrides(config, given, overrides)
     config = config.with_overrides(**overrides)
     if config.lame_duck_grace_period >= config.lame_duck_duration:  # nats-server's validateOptions
         from minijs.jetstream.jsonfmt import go_duration
@@ -349,6 +364,58 @@ def _tls_flags(given: dict[str, Any], config: Any) -> dict[str, Any]:
     if config.tls is None and config.auth_timeout == 2.0:
         out["auth_timeout"] = options.timeout + 1.0  # nats-server's default with TLS
     return out
+
+
+_ROUTE_FLAGS = ("cluster_listen", "routes", "cluster_advertise", "no_advertise",
+                "connect_retries")
+
+
+def _route_overrides(config: Any, given: dict[str, Any], overrides: dict[str, Any]) -> None:
+    """The route flags over the config file's ``cluster { }`` block (nats-server's
+    ``overrideCluster`` and ``mergeRoutes``), and the refusal of flags that conflict."""
+    options = config.route_options
+    size = overrides.get("cluster_size", config.cluster_size)
+    if any(flag in given for flag in _ROUTE_FLAGS):
+        from dataclasses import replace
+
+        from minijs.routeconfig import (RouteOptionError, RouteOptions, parse_listen_url,
+                                        parse_routes_flag)
+
+        fields: dict[str, Any] = {}
+        try:
+            if "cluster_listen" in given:
+                if not given["cluster_listen"].strip():
+                    options = None  # an empty --cluster turns clustering off
+                else:
+                    host, port, user, password = parse_listen_url(given["cluster_listen"])
+                    if port == 0 and not given["cluster_listen"].strip().endswith(":-1"):
+                        options = None  # port 0: no route listener, as nats-server
+                    else:
+                        fields.update(host=host, port=port, user=user, password=password)
+            if "routes" in given:
+                fields["routes"] = parse_routes_flag(given["routes"])
+        except RouteOptionError as exc:
+            raise UsageError(str(exc)) from None
+        if "cluster_advertise" in given:
+            fields["advertise"] = given["cluster_advertise"]
+        if "no_advertise" in given:
+            fields["no_advertise"] = given["no_advertise"]
+        if "connect_retries" in given:
+            fields["connect_retries"] = given["connect_retries"]
+        listening = options is not None or "host" in fields
+        if not listening:
+            if fields.get("routes"):
+                raise UsageError("solicited routes require cluster capabilities, e.g. "
+                                 "--cluster")
+            options = None
+        else:
+            options = replace(options or RouteOptions(), **fields)
+        overrides["route_options"] = options
+    if options is not None and size != 1:
+        raise UsageError("--cluster_size runs every node in this process and --cluster/--routes "
+                         "(or a cluster { listen } block) join separate processes: use one or "
+                         "the other (drop --cluster_size to join processes by routes, or drop "
+                         "the route options to run the nodes in one process)")
 
 
 CLOCKS = ("wall", "virtual", "auto")

@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from minijs.authconfig import AccountConnLimits, Export, Import, Mapping, User
     from minijs.tlsconfig import TlsOptions
     from minijs.wsconfig import WebsocketOptions
+    from minijs.routeconfig import RouteOptions
 
 #: The nats-server release whose externally visible behaviour minijs matches. Clients switch
 #: features on the advertised version (nats-py needs >= 2.9 for the named consumer API).
@@ -222,6 +223,9 @@ class ServerConfig:
     #: minijs extension: each in-process node's ``server_tags`` by node name (nodes not
     #: named take ``tags``), for placement by tags.
     cluster_tags: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Routes to other server processes (nats-server's ``cluster { listen routes ... }``,
+    #: ``--cluster``/``--routes``; see :mod:`minijs.routeconfig`); None: no route listener.
+    route_options: RouteOptions | None = None
     control_user: str | None = None  # with auth configured, the only user the plane answers
     #: minijs extension: streams, buckets, consumers and messages created at start, before
     #: ``Server is ready`` (a JSON file's path, or the same document as a dict; minijs.preload)

@@ -620,6 +620,10 @@ class _Mapper:
                 from minijs import listenconf  # only configs with these blocks load it
 
                 listenconf.take(self, e)
+            elif k == "cluster":
+                from minijs.routeconfig import cluster_block
+
+                cluster_block(self, e)
             elif e.used:
                 continue  # a variable definition that a later value referenced
             else:
@@ -1562,7 +1566,7 @@ _ACCOUNT_JS_KEYS = {
 #: ("not supported") rather than "unknown field", and never a silent no-op.
 _UNSUPPORTED: dict[str, set[str]] = {
     "": {
-        "cluster", "gateway", "leafnodes", "leaf", "mqtt",
+        "gateway", "leafnodes", "leaf", "mqtt",
         "no_system_account", "no_sys_acc",
         "trusted", "trusted_keys", "resolver_tls",
         "resolver_pinned_accounts", "https", "https_port", "http_base_path",

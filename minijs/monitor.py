@@ -130,6 +130,9 @@ class Monitor:
             "/healthz": self._healthz,
             "/minijs": self._minijs_page,  # minijs only: the state at a glance, in a browser
         }
+        if getattr(server, "routes", None) is None or getattr(server, "route_transport", None):
+            # (an in-process cluster's node reports its routes elsewhere)
+            self._routes["/routez"] = self._routez
 
     @property
     def _log(self) -> Any:
@@ -354,6 +357,51 @@ class Monitor:
 
         return render(self.server, query)
 
+    def _routez(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
+        return _answer(self.routez, query)
+
+    def routez(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``/routez``: the route connections to other processes (``subs=1`` or ``detail``
+        lists each one's route subscriptions)."""
+        query = query or {}
+        subs = query.get("subs", "")
+        detail = subs.lower() == "detail"
+        with_subs = detail or (_bool_param(query, "subs") if subs else False)
+        server = self.server
+        now, _ = self._now()
+        transport = getattr(server, "route_transport", None)
+        records = transport.route_records() if transport is not None else []
+        routes = []
+        for r in records:
+            info: dict[str, Any] = {
+                "rid": r["rid"], "remote_id": r["remote_id"], "remote_name": r["remote_name"],
+                "did_solicit": r["did_solicit"], "is_configured": r["is_configured"],
+                "ip": r["ip"], "port": r["port"], "start": rfc3339(r["start"]),
+                "last_activity": rfc3339(r["last_activity"])}
+            if r["rtt"]:
+                info["rtt"] = go_duration(r["rtt"])
+            info.update({
+                "uptime": uptime(now - r["start"]), "idle": uptime(now - r["last_activity"]),
+                "pending_size": r["pending_size"], "in_msgs": r["in_msgs"],
+                "out_msgs": r["out_msgs"], "in_bytes": r["in_bytes"],
+                "out_bytes": r["out_bytes"], "subscriptions": len(r["subs"])})
+            if r["subs"] and detail:
+                info["subscriptions_list_detail"] = [
+                    {"account": acc, "subject": subj.decode(errors="replace"),
+                     **({"qgroup": q.decode(errors="replace")} if q else {}),
+                     "sid": " ".join(x.decode(errors="replace") if isinstance(x, bytes) else x
+                                     for x in (acc, subj, q) if x),
+                     "msgs": 0, "cid": r["rid"]} for acc, subj, q in r["subs"]]
+            elif r["subs"] and with_subs:
+                info["subscriptions_list"] = [subj.decode(errors="replace")
+                                              for _, subj, _ in r["subs"]]
+            if r["account"]:
+                info["account"] = r["account"]
+            info["compression"] = "off"
+            routes.append(info)
+        return {"server_id": server.server_id, "server_name": server.server_name,
+                "now": rfc3339(now), "num_routes": len(routes), "routes": routes}
+
     def _index(self, query: dict[str, str]) -> tuple[int, bytes, tuple]:
         links = "\n".join(
             f'\t<a href=.{path}>{title}<span class="endpoint"> {path}</span></a>'
@@ -387,6 +435,7 @@ class Monitor:
             "host": config.host,
             "port": server.port,
         }
+        transport = getattr(server, "route_transport", None)
         if config.auth_required:
             v["auth_required"] = True
         if config.tls is not None:
@@ -395,8 +444,9 @@ class Monitor:
             if config.tls.verify:
                 v["tls_verify"] = True
         routes = getattr(server, "routes", None)
-        if routes is not None:
-            v["connect_urls"] = routes.connect_urls()
+        urls = routes.connect_urls() if routes is not None else None
+        if urls:
+            v["connect_urls"] = urls
         v["max_connections"] = config.max_connections
         if config.max_subscriptions > 0:
             v["max_subscriptions"] = config.max_subscriptions
@@ -412,7 +462,9 @@ class Monitor:
             "max_payload": config.max_payload,
             "max_pending": config.max_pending,
         })
-        if routes is not None:
+        if transport is not None:
+            v["cluster"] = transport.varz_cluster()
+        elif routes is not None:
             v["cluster"] = routes.varz()
         listener = getattr(server, "websocket", None)
         if listener is not None:
@@ -437,8 +489,8 @@ class Monitor:
         v.update({
             "connections": len(server.connections),
             "total_connections": server.total_connections,
-            "routes": 0,
-            "remotes": 0,
+            "routes": transport.num_routes if transport is not None else 0,
+            "remotes": transport.num_remotes if transport is not None else 0,
             "leafnodes": 0,
             "in_msgs": stats.in_msgs,
             "in_bytes": stats.in_bytes,

@@ -367,6 +367,9 @@ def _defaults() -> None:
          "config reload of control is not supported by minijs: " + _RESTART),
         ("control_user", "control_user", None, None,
          "config reload of control_user is not supported by minijs: " + _RESTART),
+        ("route_options", "Cluster", None, None,
+         "config reload of the cluster block (route listener, routes) is not supported by "
+         "minijs: " + _RESTART),
     ):
         register(field, go, next(order), apply, check=check, minijs_refusal=refusal)
     # nats-server reloads these three; minijs applies them through the config they are read

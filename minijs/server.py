@@ -95,8 +95,13 @@ class Server(Router):
     def __new__(cls, config: ServerConfig | None = None, *args: Any, **kwargs: Any) -> Any:
         size = kwargs.get("cluster_size", config.cluster_size if config is not None else 1)
         if cls is Server and size != 1:
-            from minijs.clustering import Cluster
+            from minijs.clustering import Cluster, ClusterError
 
+            if kwargs.get("route_options", config.route_options if config else None):
+                raise ClusterError(
+                    "cluster_size runs the nodes in this process; route_options join separate "
+                    "processes: use one or the other (cluster_size=1 to join processes by "
+                    "routes, no route_options for an in-process cluster)")
             return Cluster(config, *args, **kwargs)
         return super().__new__(cls)
 
@@ -132,6 +137,9 @@ class Server(Router):
         self.lame_duck = False
         #: A cluster node's share of the cluster's JetStream (None otherwise).
         self.jetstream_cluster: Any = None
+        #: Routes to other processes (:mod:`minijs.core.route_transport`) while running with
+        #: ``route_options``; None otherwise.
+        self.route_transport: Any = None
         #: Where :meth:`reload` reads the configuration again (the command sets both: the
         #: config file, then its flags over it); None: only ``reload(config)`` works.
         self.config_file: str | None = None
@@ -187,6 +195,14 @@ class Server(Router):
         log.info("Starting nats-server")
         log.info(f"  Version:  {NATS_SERVER_VERSION} (minijs)")
         log.info(f"  Git:      [{GIT_COMMIT}]")
+        if config.route_options is not None and self.membership is None:
+            from minijs.core.route_transport import RouteTransport
+
+            self.route_transport = RouteTransport(self, notify_clients=self.send_async_info)
+        if self.membership is None and (config.cluster_name or self.route_transport):
+            cluster_name = (self.route_transport.cluster_name if self.route_transport
+                            else config.cluster_name)
+            log.info(f"  Cluster:  {cluster_name}")
         log.info(f"  Name:     {self.server_name}")
         log.info(f"  ID:       {self.server_id}")
         if self.auth_nonce:  # nkey users or an operator: signatures need PyNaCl
@@ -223,6 +239,8 @@ class Server(Router):
                 raise StartupError(str(exc)) from None
         else:
             await self.listen()
+        if self.route_transport is not None:
+            await self._bind_routes()
         self.running = True
         if self.membership is not None:
             self.membership.attached(self)
@@ -251,6 +269,43 @@ class Server(Router):
             await self._preload(config.preload)
         if self.membership is None:
             log.info("Server is ready")  # (a cluster says it once, for all of its nodes)
+        if self.route_transport is not None:
+            self.route_transport.begin()  # (nats-server starts routing once it is ready)
+
+    @property
+    def route_url(self) -> str | None:
+        """Where this server listens for routes (``nats://host:port``, the port bound), while
+        it runs with ``route_options``; None otherwise."""
+        transport = self.route_transport
+        if transport is None or not transport.port:
+            return None
+        host = transport.options.host
+        if host in ("0.0.0.0", "", "::"):
+            host = "127.0.0.1"
+        return f"nats://{_host_port(host, transport.port)}"
+
+    async def _bind_routes(self) -> None:
+        """Bind the route port before the server says it is ready (nats-server's fatal
+        line, and the client port closed again, when it cannot)."""
+        from minijs.routeconfig import check_options
+
+        transport = self.route_transport
+        options = self.config.route_options
+        try:
+            check_options(options)
+            await transport.bind()
+        except (OSError, ValueError) as exc:
+            self.route_transport = None
+            self.stop_listening()
+            await self.listener_closed()
+            if isinstance(exc, OSError):
+                reason = exc.strerror or str(exc)
+                if "): " in reason:
+                    reason = reason.rsplit("): ", 1)[1]
+                hp = _host_port(options.host, options.port)
+                raise StartupError(f"Error listening on router port: {options.port} - listen "
+                                   f"tcp {hp}: bind: {reason.lower()}") from None
+            raise StartupError(str(exc)) from None
 
     async def _preload(self, source: Any) -> None:
         """Create what the preload names through the server's own ``$JS.API`` (see
@@ -290,6 +345,8 @@ class Server(Router):
         self.lame_duck = True
         self.log.info("Entering lame duck mode, stop accepting new clients")
         self.stop_listening()
+        if self.route_transport is not None:
+            self.route_transport.lame_duck()  # peers drop this server's client URLs
         clients = list(self.connections.values())
         notices = self._async_infos(ldm=True)  # nats-server's Info order: after domain
         self._stop_jetstream()  # before the INFO, as nats-server; the INFO still says jetstream
@@ -355,6 +412,9 @@ class Server(Router):
                 self.log.error(f"Error cleaning up ports file {self._ports_file}: {exc}")
             self._ports_file = None
         self.stop_listening()
+        if self.route_transport is not None:
+            transport, self.route_transport = self.route_transport, None
+            await transport.stop()
         if self.jetstream_cluster is not None and not crash:
             # Leaders hand over before the links go (nats-server's stepdownRaftNodes).
             self.jetstream_cluster.transfer_leaders()
@@ -601,6 +661,10 @@ class Server(Router):
             info["monitoring"] = [f"http://{h}:{self.monitor.port}"
                                   for h in _listen_hosts(self.config.http_host or
                                                          self.config.host)]
+        transport = self.route_transport
+        if transport is not None and transport.port:  # the route port, as nats-server lists it
+            info["cluster"] = [f"nats://{h}:{transport.port}"
+                               for h in _listen_hosts(transport.options.host)]
         try:
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(info, f, separators=(",", ":"))

@@ -106,8 +106,7 @@ def test_flags_combine_and_the_last_wins():
     (["extra"], 'unrecognized command: "extra"'),
     (["-p", "1", "extra"], 'unrecognized command: "extra"'),
     (["--help_tls"], "flag -help_tls is a nats-server option that minijs does not support"),
-    (["--routes", "nats://x:6222"],
-     "flag -routes is a nats-server option that minijs does not support"),
+    (["--gateway", "nats://x:7222"], "flag provided but not defined: -gateway"),
     (["-ms", "8443"], "flag -ms is a nats-server option that minijs does not support"),
 ])
 def test_bad_command_lines(argv, message):

@@ -327,7 +327,9 @@ def test_used_variable_definitions_are_not_unknown_fields():
     ("foo: 1", 'unknown field "foo"'),
     ("http_host: 127.0.0.1", 'unknown field "http_host"'),  # nats-server rejects it too
     ("jetstream { max_memory: 1 }", 'unknown field "max_memory" in jetstream'),
-    ("cluster { port: 6222 }", 'field "cluster" is a nats-server setting that minijs does not'),
+    ("cluster { port: 6222, tls { cert_file: x } }",
+     'field "tls" in cluster is a nats-server setting that minijs does not'),
+    ("gateway { port: 7222 }", 'field "gateway" is a nats-server setting that minijs does not'),
     ("tls { cert_file: x }", "missing 'key_file' in TLS configuration"),
     ("tls { certs: [] }", 'field "certs" in tls is a nats-server setting'),
     ("jetstream { key: s3cr3t }", 'field "key" in jetstream'),

@@ -11,7 +11,8 @@ import pytest
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "clusters.md"
 _BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
-PYTHON = [code for kind, code in _BLOCK.findall(PAGE.read_text()) if kind == "python"]
+_TEXT = PAGE.read_text().split("## Processes joined by routes")[0]
+PYTHON = [code for kind, code in _BLOCK.findall(_TEXT) if kind == "python"]
 
 
 def test_page_has_examples() -> None:

@@ -20,7 +20,8 @@ DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers", "
             "minijs.jetstream.mirrors", "minijs.jetstream.store.memory",
             "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",
             "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers", "minijs.auth",
-            "nacl", "nkeys")
+            "nacl", "nkeys", "minijs.core.route_transport", "minijs.core.route_conn",
+            "minijs.core.routes", "minijs.protocol.routeproto", "minijs.routeconfig")
 
 
 def _run(code: str) -> str:

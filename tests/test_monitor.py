@@ -56,7 +56,7 @@ async def test_healthz_is_exactly_nats_servers(server: Server):
 
 
 async def test_unknown_path_is_404_like_go(server: Server):
-    for path in ("/nope", "/varz/", "/routez"):
+    for path in ("/nope", "/varz/", "/routez/"):
         status, headers, body = await http(server.monitor.port, path)
         assert status == 404
         assert body == b"404 page not found\n"

@@ -198,6 +198,13 @@ class Router(InternalSubscriptions):
 
     # ----------------------------------------------------------------- connections
 
+    def allocate_id(self) -> int:
+        """The next connection id, for a connection that is not a client (a route's ``rid``:
+        nats-server numbers routes and clients from one sequence)."""
+        cid = self._next_cid
+        self._next_cid += 1
+        return cid
+
     def register(self, conn: Connection) -> int:
         cid = self._next_cid
         self._next_cid += 1
@@ -262,10 +269,14 @@ class Router(InternalSubscriptions):
         routes = self.routes
         if routes is not None:
             fields["cluster"] = routes.cluster_name
+        elif config.cluster_name:  # a name without routes (nats-server's --cluster_name alone)
+            fields["cluster"] = config.cluster_name
         if self.jetstream_group is not None and getattr(config, "js_domain", ""):
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if routes is not None:
-            fields["connect_urls"] = routes.connect_urls()
+            urls = routes.connect_urls()
+            if urls:  # (omitted while empty, as Go's omitempty)
+                fields["connect_urls"] = urls
         if connect_info:
             fields["connect_info"] = True
             fields["remote_account"] = conn.account if conn is not None else GLOBAL_ACCOUNT

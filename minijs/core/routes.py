@@ -121,14 +121,21 @@ class Routes:
         self.target: bytes | None = None
         #: Called after a peer's link and INFO change (connect_urls, async INFO to clients).
         self.on_peers_changed: Callable[[], None] | None = None
+        #: What a JetStream ``num_replicas > 1`` refusal adds where the nodes do not replicate
+        #: (processes joined by routes, :mod:`minijs.core.route_transport`); empty otherwise.
+        self.replicas_hint = ""
 
     def connect_urls(self) -> list[str]:
-        """INFO's ``connect_urls``: this node's client address, then each linked peer's."""
-        urls = [self._hello()["client_url"]]
+        """INFO's ``connect_urls``: this node's client address, then each linked peer's (a
+        node that listens on every interface has one per address: ``client_urls``, which may
+        be empty: a node that never had a peer lists none, as nats-server)."""
+        hello = self._hello()
+        urls = list(hello["client_urls"] if "client_urls" in hello else [hello["client_url"]])
         for conn in self.peers.values():
-            url = conn.info.get("client_url")
-            if url and url not in urls:
-                urls.append(url)
+            info = conn.info
+            for url in info.get("client_urls") or [info.get("client_url")]:
+                if url and url not in urls:
+                    urls.append(url)
         return urls
 
     def varz(self) -> dict[str, Any]:

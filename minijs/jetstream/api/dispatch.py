@@ -201,6 +201,10 @@ class JetStreamApi:
             else:  # a bug: answer like nats-server's wrapped internal error, keep serving
                 self.js.log.error(f"JetStream API {subject.decode(errors='replace')}: {exc!r}")
                 err = E.ApiError(500, 10049 if "stream" in rtype else 10012, str(exc))
+            if err.err_code == E.ErrCode.STREAM_REPLICAS_NOT_SUPPORTED:
+                hint = getattr(getattr(self.server, "routes", None), "replicas_hint", "")
+                if hint:  # processes joined by routes: say where replicas are to be had
+                    err = E.ApiError(err.code, err.err_code, f"{err.description} ({hint})")
             self.js.api_errors += 1
             body = {"type": TYPE_PREFIX + rtype, "error": err.to_json()}
             body.update(_ERROR_EXTRAS.get(rtype, {}))
