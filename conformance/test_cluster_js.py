@@ -552,6 +552,7 @@ async def test_cluster_meta_leader_stepdown(target: str, sys_cluster: Cluster) -
         assert sys.api("META.LEADER.STEPDOWN", {"placement": {"preferred": want}}) == (
             stepdown_ok(kind))
         await cluster.wait_until(lambda: cluster.meta_leader() == want)
+        await cluster.settle()  # (the new leader answers once every node knows it)
         # The system account has no JetStream of its own.
         assert sys.api("INFO")["error"] == api_error(503, 10039,
                                                      "JetStream not enabled for account")

@@ -168,7 +168,8 @@ def test_plain_client_on_tls_listener_is_closed(target: str, spawn: SpawnFn,
 
 
 def test_handshake_timeout(target: str, spawn: SpawnFn, certs: Certs) -> None:
-    """A client that never starts TLS is closed after the ``timeout``."""
+    """A client that never starts TLS is closed after the ``timeout``, with the handshake's
+    read error logged."""
     srv = spawn(config=certs.tls_block("timeout: 1"), args=["-D"])
     sock = socket.create_connection((srv.host, srv.port), timeout=5)
     read_info(sock)
@@ -177,7 +178,8 @@ def test_handshake_timeout(target: str, spawn: SpawnFn, certs: Certs) -> None:
     waited = time.monotonic() - started
     sock.close()
     assert 0.5 < waited < 4, waited
-    assert log_lines(srv, "TLS handshake timeout"), srv.log
+    # nats-server logs the handshake's read error; its "TLS handshake timeout" line comes only
+    # when the timer fires before the read gives up (a race it can lose under load).
     assert log_lines(srv, "TLS handshake error: read tcp "), srv.log
 
 
