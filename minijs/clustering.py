@@ -34,7 +34,6 @@ from minijs.control.faults import FaultInjector, FaultRule
 from minijs.core.routes import Routes
 from minijs.log import NULL_LOGGER, Logger
 from minijs.randomness import RandomSource, server_source
-from minijs.server import Server, _loop_clock_now
 
 #: How many nodes an in-process cluster may have.
 MIN_NODES, MAX_NODES = 2, 5
@@ -63,8 +62,8 @@ class Node:
         self.index = index
         self.name = name
         self.config = config
-        self.server = Server(config, clock=cluster.clock, logger=logger, membership=self,
-                             seed=cluster.randomness.child(name))
+        self.server = cluster.node_class(config, clock=cluster.clock, logger=logger,
+                                         membership=self, seed=cluster.randomness.child(name))
         #: The private file-store directory a kill or crash keeps for the restart.
         self._temp_dir: str | None = None
 
@@ -130,7 +129,7 @@ class Node:
 
     # ------------------------------------------------------------------ the server's membership
 
-    def attached(self, server: Server) -> None:
+    def attached(self, server: Any) -> None:
         cluster = self.cluster
         network = cluster.network
         routes = Routes(server, self.name, cluster.name,
@@ -145,7 +144,7 @@ class Node:
                 routes.interest_changed(sublist.account, sub, 1)
         network.attach(self.name, self)
 
-    def detached(self, server: Server) -> None:
+    def detached(self, server: Any) -> None:
         self.cluster.network.detach(self.name)
         routes = server.routes
         if routes is not None:
@@ -178,7 +177,7 @@ class Node:
         if jsc is not None:
             jsc.link(peer, up)
 
-    def cluster_env(self, server: Server) -> "NodeEnv":
+    def cluster_env(self, server: Any) -> "NodeEnv":
         return NodeEnv(self)
 
     def control_target(self) -> "Cluster":
@@ -241,7 +240,13 @@ class Cluster:
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
                  logger: Logger | None = None, seed: "int | RandomSource | None" = None,
-                 loop_clock: bool = False, **overrides: Any) -> None:
+                 loop_clock: bool = False, node_class: Any = None, **overrides: Any) -> None:
+        if node_class is None:
+            raise ClusterError("start a cluster as Server(cluster_size=N) (or ServerThread, or "
+                               "the pytest marker), which gives it its nodes' server class")
+        #: What each node runs (minijs.server.Server, given by Server(cluster_size=N)): the
+        #: cluster sits below the server it is made of, and receives its class.
+        self.node_class = node_class
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
@@ -260,7 +265,9 @@ class Cluster:
         self.randomness = server_source(seed)
         self._loop_clock: bool | None = None
         if loop_clock:
-            clock, self._loop_clock = _loop_clock_now(clock)
+            from minijs.loopclock import loop_clock_for
+
+            clock, self._loop_clock = loop_clock_for(clock)
         self.clock: Clock = make_clock(clock)
         draw_ties = getattr(self.clock, "draw_ties_from", None)
         if draw_ties is not None:
@@ -742,7 +749,7 @@ class _NodeFaults(FaultInjector):
     """One node's share of the cluster's fault rules (the rules, log and ids are the
     cluster's; a rule spent on one node is spent everywhere)."""
 
-    def __init__(self, owner: "ClusterFaults", server: Server) -> None:
+    def __init__(self, owner: "ClusterFaults", server: Any) -> None:
         super().__init__(server)
         self.owner = owner
         self.rules = owner.rules
@@ -768,7 +775,7 @@ class ClusterFaults(FaultInjector):
             injector = self._nodes[node.name] = _NodeFaults(self, node.server)
         return injector
 
-    def of_server(self, server: Server) -> _NodeFaults:
+    def of_server(self, server: Any) -> _NodeFaults:
         """The injector of the node that runs ``server``."""
         for node in self.cluster.nodes:
             if node.server is server:

@@ -358,3 +358,25 @@ class LoopClock(VirtualClock):
             heapq.heappush(heap, (max(when, self._now + 1), order, timer))
         self._fired += fired
         return fired
+
+
+def loop_clock_for(clock: Any) -> tuple["LoopClock", bool]:
+    """The clock of a ``Server(loop_clock=True)`` (or a cluster's) and whether it jumps by itself: the running
+    loop's, if one runs (and already has one), else a new :class:`~minijs.loopclock.LoopClock`
+    installed when the server starts."""
+    if isinstance(clock, LoopClock):
+        return clock, clock.auto
+    if clock not in (None, "auto", "virtual"):
+        raise ClockError(
+            f"loop_clock=True puts the event loop on the server's virtual time: use "
+            f"clock='auto' (time jumps when the loop is idle) or clock='virtual' (it moves on "
+            f"advance() only), not {clock!r}")
+    auto = clock != "virtual"
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    existing = installed_clock(loop) if loop is not None else None
+    if existing is not None:
+        return existing, existing.auto
+    return LoopClock(auto=auto), auto

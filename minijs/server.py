@@ -102,7 +102,7 @@ class Server(Router):
                     "cluster_size runs the nodes in this process; route_options join separate "
                     "processes: use one or the other (cluster_size=1 to join processes by "
                     "routes, no route_options for an in-process cluster)")
-            return Cluster(config, *args, **kwargs)
+            return Cluster(config, *args, node_class=Server, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | str | None = None,
@@ -112,7 +112,9 @@ class Server(Router):
         randomness = server_source(seed)
         self._loop_clock: bool | None = None  # auto (True) / virtual (False) until resolved
         if loop_clock:
-            clock, self._loop_clock = _loop_clock_now(clock)
+            from minijs.loopclock import loop_clock_for
+
+            clock, self._loop_clock = loop_clock_for(clock)
         super().__init__(config, clock=make_clock(clock), logger=logger,
                          randomness=randomness, **overrides)
         draw_ties = getattr(self.clock, "draw_ties_from", None)
@@ -804,31 +806,6 @@ class Server(Router):
         """The fault rules in force, in the order they were added (a rule whose ``count`` is
         spent is gone)."""
         return list(self._faults.rules) if self._faults is not None else []
-
-
-def _loop_clock_now(clock: Clock | str | None) -> tuple[Clock, bool]:
-    """The clock of a ``Server(loop_clock=True)`` and whether it jumps by itself: the running
-    loop's, if one runs (and already has one), else a new :class:`~minijs.loopclock.LoopClock`
-    installed when the server starts."""
-    from minijs.clock import ClockError
-    from minijs.loopclock import LoopClock, installed_clock
-
-    if isinstance(clock, LoopClock):
-        return clock, clock.auto
-    if clock not in (None, "auto", "virtual"):
-        raise ClockError(
-            f"loop_clock=True puts the event loop on the server's virtual time: use "
-            f"clock='auto' (time jumps when the loop is idle) or clock='virtual' (it moves on "
-            f"advance() only), not {clock!r}")
-    auto = clock != "virtual"
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    existing = installed_clock(loop) if loop is not None else None
-    if existing is not None:
-        return existing, existing.auto
-    return LoopClock(auto=auto), auto
 
 
 def _check_account_jetstream_limits(config: ServerConfig) -> None:

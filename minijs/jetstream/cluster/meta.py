@@ -28,13 +28,14 @@ Invariants:
 """
 from __future__ import annotations
 
-import hashlib
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.cluster.peers import DIGITS as _DIGITS
+from minijs.jetstream.cluster.peers import node_hash
 from minijs.jetstream.cluster.replica import StreamReplica
 
 if TYPE_CHECKING:
@@ -43,18 +44,11 @@ if TYPE_CHECKING:
     from minijs.jetstream.engine import JetStream
 
 META_GROUP = "_meta_"
-_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 #: nats-server's errRespDelay: a non-leader's error answer waits this long.
 ERROR_DELAY = 0.5
 #: How long a stream list waits for the other nodes' answers.
 GATHER_TIMEOUT = 2.0
 TYPE_PREFIX = "io.nats.jetstream.api.v1."
-
-
-def node_hash(name: str, size: int = 8) -> str:
-    """nats-server's ``getHash``: the peer id of a server (and of a group), from its name."""
-    digest = hashlib.sha256(name.encode()).digest()
-    return "".join(_DIGITS[b % 62] for b in digest[:size])
 
 
 class ClusterEnv(Protocol):

@@ -433,7 +433,7 @@ class StreamReplica:
         if not label and size > 1:  # an R1 consumer has no group; one is made as it grows
             created = size
             storage = "M" if config.mem_storage or self.config.storage == "memory" else "F"
-            from minijs.jetstream.cluster.meta import node_hash
+            from minijs.jetstream.cluster.peers import node_hash
 
             label = f"C-R{created}{storage}-{node_hash(self.group + '/' + consumer.name)}"
         self._consumer_groups[consumer.name] = (created, label, size)
