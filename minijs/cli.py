@@ -317,7 +317,7 @@ def build_config(given: dict[str, Any]) -> Any:
         overrides.update(_tls_flags(given, config))
     config = config.with_overrides(**overrides)
     if config.lame_duck_grace_period >= config.lame_duck_duration:  # nats-server's validateOptions
-        from minijs.jetstream.jsonfmt import go_duration
+        from minijs.protocol.gotime import go_duration
 
         raise UsageError(f"lame duck grace period "
                          f"({go_duration(round(config.lame_duck_grace_period * 1e9))}) should be "

@@ -98,20 +98,38 @@ def test_deep_nesting_without_recursion_error():
     assert connect(b'{"x":' + b"[" * 10000 + b"]" * 10000 + b"}") is None
 
 
-def test_iterative_decoder_agrees_with_the_fast_one():
+def test_fast_path_agrees_with_the_syntax_layer():
+    """unmarshal reads with Python's C decoder; the API decoder's own parser (also the fallback
+    for deep nesting) must accept and refuse the same texts and give the same values."""
     samples = ['{"a":[1,{"b":[true,false,null,"x\\n"]}],"c":{}}', "[]", "[ ]", "{ }", '"s"',
                "1.5e3", "[1,]", '{"a":1,}', '{"a" 1}', "[1 2]", "{,}", "tru", "[", "",
-               ' { "k" : [ 1 , 2 ] } ', '{"a":"\\ud800"}']
+               ' { "k" : [ 1 , 2 ] } ', '{"a":"\\ud800"}', '{"a":"\\ud800\\u0041"}', "NaN",
+               "-Infinity", "01", "1.", "-", '"\\q"', '"\t"', "\ufeff{}", "{}x", " \f{}",
+               '{"a":1,"a":{"b":2}}', '"\\ud83d\\ude00"']
     for text in samples:
+        data = text.encode("utf-8", "surrogatepass")
         try:
-            fast = gojson._DECODER.decode(text)
-        except ValueError:
+            fast = gojson._parse_fast(data)
+        except (ValueError, gojson.JSONError):
             fast = "error"
         try:
-            slow = gojson._decode_iterative(text)
-        except ValueError:
-            slow = "error"
-        assert fast == slow, text
+            exact = gojson._parse_single(data)
+        except gojson.JSONError:
+            exact = "error"
+        if "error" in (fast, exact):
+            assert fast == exact, text
+        else:
+            assert gojson._node_to_py(fast) == gojson._node_to_py(exact), text
+    for raw in (b'{"a":"\xff\xfe"}', b'"\xc3"', b"{\xff}"):
+        try:
+            fast = gojson._node_to_py(gojson._parse_fast(raw))
+        except (ValueError, gojson.JSONError):
+            fast = "error"
+        try:
+            exact = gojson._node_to_py(gojson._parse_single(raw))
+        except gojson.JSONError:
+            exact = "error"
+        assert fast == exact, raw
 
 
 def test_server_info_types():

@@ -32,7 +32,12 @@ from typing import Any, Callable
 
 from minijs.jetstream.apierror import ApiError, ErrorSpec, render as _render
 from minijs.jetstream.errors_catalogue import *  # noqa: F403 - the generated catalogue
-from minijs.jetstream.errors_catalogue import ERRORS
+from minijs.jetstream.errors_catalogue import (
+    ERRORS, message_ttl_disabled, message_ttl_invalid, pedantic, stream_invalid_config,
+    stream_message_exceeds_maximum, stream_msg_delete_failed, stream_not_match,
+    stream_purge_failed, stream_rollup_failed, stream_store_failed, stream_update,
+    stream_wrong_last_msg_id, stream_wrong_last_sequence,
+)
 from minijs.protocol.gostrings import go_quote
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
