@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import binascii
 import codecs as _codecs
+import dataclasses
 import json
+import operator
 import re
 import unicodedata
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from minijs.protocol.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
 
@@ -437,13 +439,41 @@ class go_map(dict):  # noqa: N801 - reads like a conversion function
 
 
 class T:
-    """Base of the Go type descriptors: what a JSON value decodes into (:meth:`decode`, on the
-    node tree of the syntax layer) and its Go zero value (:meth:`zero`)."""
+    """Base of the Go type descriptors. A type knows how a JSON value decodes into it
+    (:meth:`decode`, on the node tree of the syntax layer; :meth:`zero` is where decoding starts),
+    and, for the structs minijs keeps as field tables, its complete Go zero value
+    (:meth:`go_zero`), how a value of it is filled out (:meth:`complete`), marshalled
+    (:meth:`encode`, :meth:`is_empty` for ``omitempty``) and compared like ``reflect.DeepEqual``
+    (:meth:`equal`). Scalars are their Python values."""
 
     go_name = "?"
+    #: Python's ``==`` on values of this type is ``reflect.DeepEqual`` (false for times).
+    plain_equal = True
 
     def zero(self) -> Any:
         return None
+
+    def go_zero(self) -> Any:
+        """The Go zero value as minijs holds it (a struct: a dict with every field)."""
+        return self.zero()
+
+    def complete(self, value: Any) -> Any:
+        """``value`` with every nested struct filled out to all its fields (absent ones at
+        their zero value, unknown keys dropped); lists and maps are copied."""
+        return value
+
+    def encode(self, value: Any) -> Any:
+        """The value as :func:`~minijs.protocol.gomarshal.dumps` must see it to write what Go's
+        ``json.Marshal`` writes (times as RFC 3339 text, maps sorted, omitempty applied)."""
+        return value
+
+    def is_empty(self, value: Any) -> bool:
+        """Go's ``omitempty`` test: false, 0, an empty string, a nil or empty slice or map."""
+        return not value
+
+    def equal(self, a: Any, b: Any) -> bool:
+        """``reflect.DeepEqual`` of two values of this type."""
+        return a == b
 
     def decode(self, node: tuple, cur: Any, path: list, ctx: _Ctx) -> Any:  # pragma: no cover
         raise NotImplementedError
@@ -529,6 +559,17 @@ class Float(T):
         raise _type_error(_KIND_NAMES[node[0]], self, path, ctx)
 
 
+_gotime: Any = None  # minijs.protocol.gotime, once a time is decoded or encoded
+
+
+def _load_gotime() -> Any:
+    global _gotime
+    from minijs.protocol import gotime
+
+    _gotime = gotime
+    return gotime
+
+
 class Time(T):
     """Go ``time.Time``: RFC 3339 string → ns since the epoch, a
     :class:`~minijs.protocol.gotime.GoTime` that remembers the zone; ``0`` is Go's zero time.
@@ -536,17 +577,28 @@ class Time(T):
     start-up, has no times.)"""
 
     go_name = "time.Time"
+    plain_equal = False
 
     def zero(self) -> Any:
         return 0  # gotime.ZERO_TIME
 
+    def encode(self, value: Any) -> Any:
+        return (_gotime or _load_gotime()).go_time(value)
+
+    def is_empty(self, value: Any) -> bool:
+        return False  # a struct in Go: omitempty never omits it
+
+    def equal(self, a: Any, b: Any) -> bool:
+        # A parsed time keeps its zone, and DeepEqual sees it: the same instant written with
+        # another offset is another value.
+        return int(a) == int(b) and getattr(a, "offset", 0) == getattr(b, "offset", 0)
+
     def decode(self, node, cur, path, ctx):
         if node[0] == "s":
-            from minijs.protocol.gotime import GoTimeError, parse_go_time_ex
-
+            gotime = _gotime or _load_gotime()
             try:
-                return parse_go_time_ex(node[1])
-            except GoTimeError as e:
+                return gotime.parse_go_time_ex(node[1])
+            except gotime.GoTimeError as e:
                 raise JSONError(str(e)) from None
         if node[0] == "z":
             return UNCHANGED
@@ -554,9 +606,28 @@ class Time(T):
 
 
 class Slice(T):
+    """``[]<elem>``: a list, ``None`` for Go's nil slice (which is not an empty one)."""
+
     def __init__(self, elem: T) -> None:
         self.elem = elem
         self.go_name = "[]" + elem.go_name
+        self.plain_equal = elem.plain_equal
+
+    def complete(self, value: Any) -> Any:
+        return None if value is None else [self.elem.complete(v) for v in value]
+
+    def encode(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if type(self.elem) in _AS_IS:
+            return list(value)
+        return [self.elem.encode(v) for v in value]
+
+    def equal(self, a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return a is b
+        eq = self.elem.equal
+        return len(a) == len(b) and all(eq(x, y) for x, y in zip(a, b))
 
     def decode(self, node, cur, path, ctx):
         if node[0] == "z":
@@ -576,6 +647,23 @@ class Map(T):
     def __init__(self, elem: T) -> None:
         self.elem = elem
         self.go_name = "map[string]" + elem.go_name
+        self.plain_equal = elem.plain_equal
+
+    def complete(self, value: Any) -> Any:
+        return None if value is None else {k: self.elem.complete(v) for k, v in value.items()}
+
+    def encode(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if type(self.elem) in _AS_IS:
+            return go_map(value)
+        return go_map({k: self.elem.encode(v) for k, v in value.items()})
+
+    def equal(self, a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return a is b
+        eq = self.elem.equal
+        return a.keys() == b.keys() and all(eq(v, b[k]) for k, v in a.items())
 
     def decode(self, node, cur, path, ctx):
         if node[0] == "z":
@@ -603,17 +691,102 @@ def _fold_eq(key: str, name: str) -> bool:
 
 
 class Struct(T):
-    """A Go struct: ``fields`` maps JSON names to types. Decodes to a dict holding only the
-    fields present in the input (absent = Go zero value)."""
+    """A Go struct: ``fields`` maps JSON names to types, in Go's field order; ``omitempty``
+    names the fields whose tag has ``omitempty``. Decodes to a dict holding only the fields
+    present in the input (absent = Go zero value); :meth:`complete` fills in the rest,
+    :meth:`encode` marshals a dict (or a dataclass's ``__dict__``) in field order."""
 
-    def __init__(self, name: str, fields: dict[str, Any], pkg: str = "server") -> None:
+    def __init__(self, name: str, fields: dict[str, Any], pkg: str = "server",
+                 omitempty: Iterable[str] = ()) -> None:
         self.name = name
         self.fields = {k: _as_type(v) for k, v in fields.items()}
         self.go_name = "%s.%s" % (pkg, name) if pkg else name
         self._lower = {k.lower(): k for k in self.fields}
+        self.omitempty = frozenset(omitempty)
+        if not self.omitempty <= self.fields.keys():
+            raise ValueError("omitempty names no field of %s: %s"
+                             % (name, sorted(self.omitempty - self.fields.keys())))
+        self._encoder: Callable[[Any], dict[str, Any]] | None = None  # built on first use
+        # DeepEqual: the fields where Python's == says the same, compared in one go; the
+        # others (times, which carry a zone, and what holds them) one by one.
+        plain = [n for n, t in self.fields.items() if t.plain_equal]
+        self._plain_names = plain
+        self._plain_values = operator.itemgetter(*plain) if len(plain) > 1 else None
+        self._deep = [(n, t) for n, t in self.fields.items() if not t.plain_equal]
+        self.plain_equal = not self._deep
 
     def zero(self) -> Any:
         return {}
+
+    def go_zero(self) -> Any:
+        return {n: t.go_zero() for n, t in self.fields.items()}
+
+    def complete(self, value: Any) -> Any:
+        value = value or {}
+        return {n: t.complete(value[n]) if n in value else t.go_zero()
+                for n, t in self.fields.items()}
+
+    def encode(self, value: Any, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``json.Marshal`` of the struct held in ``value`` (a dict by JSON name; absent fields
+        marshal as ``null``), with ``overrides`` replacing field values first."""
+        if overrides:
+            value = {**value, **overrides}
+        encoder = self._encoder or self._build_encoder()
+        try:
+            return encoder(value)
+        except KeyError:  # a dict without every field: the absent ones are nil
+            return encoder({n: value.get(n) for n in self.fields})
+
+    def _build_encoder(self) -> Callable[[Any], dict[str, Any]]:
+        """The marshaller of this struct as one straight-line function compiled from the field
+        table (a loop over the table costs twice as much per reply): per field, in order, its
+        omitempty test (Python truth where that is Go's, else the type's) and its encoding
+        (skipped for values that marshal as themselves)."""
+        lines = ["def encode(value):", "    out = {}"]
+        names: dict[str, Any] = {}
+        for i, (name, t) in enumerate(self.fields.items()):
+            key, var = repr(name), "t%d" % i
+            inner = t.elem if isinstance(t, Ptr) else t  # nil is checked here
+            names[var] = t
+            names["e%d" % i] = inner
+            kind = type(t)
+            expr = "v" if kind in _AS_IS else "v if v is None else e%d.encode(v)" % i
+            if name not in self.omitempty or kind in (Time, Struct):  # a struct is never empty
+                test = ""
+            elif kind in _FALSY_EMPTY:
+                test = "v"
+            elif kind is Ptr:
+                test = "v is not None"
+            elif kind is Custom:
+                test = "v and v != %r" % (t.zero(),)
+            else:
+                test = "not %s.is_empty(v)" % var
+            lines.append("    v = value[%s]" % key)
+            if test:
+                lines.append("    if %s:\n        out[%s] = %s" % (test, key, expr))
+            else:
+                lines.append("    out[%s] = %s" % (key, expr))
+        lines.append("    return out")
+        exec("\n".join(lines), names)  # noqa: S102 - code generated from the field table
+        self._encoder = names["encode"]
+        return self._encoder  # type: ignore[return-value]
+
+    def is_empty(self, value: Any) -> bool:
+        return False  # omitempty never omits a struct value
+
+    def equal(self, a: Any, b: Any) -> bool:
+        a, b = a or {}, b or {}
+        values = self._plain_values
+        try:
+            if values is not None and values(a) != values(b):
+                return False
+        except KeyError:  # a dict without every field: absent is nil
+            if any(a.get(n) != b.get(n) for n in self._plain_names):
+                return False
+        else:
+            if values is None and any(a.get(n) != b.get(n) for n in self._plain_names):
+                return False
+        return all(t.equal(a.get(n), b.get(n)) for n, t in self._deep)
 
     def lookup(self, key: str) -> str | None:
         if key in self.fields:
@@ -650,6 +823,21 @@ class Ptr(T):
     def __init__(self, elem: T) -> None:
         self.elem = _as_type(elem)
         self.go_name = self.elem.go_name
+        self.plain_equal = self.elem.plain_equal
+
+    def complete(self, value: Any) -> Any:
+        return None if value is None else self.elem.complete(value)
+
+    def encode(self, value: Any) -> Any:
+        return None if value is None else self.elem.encode(value)
+
+    def is_empty(self, value: Any) -> bool:
+        return value is None
+
+    def equal(self, a: Any, b: Any) -> bool:
+        if a is None or b is None:
+            return a is b
+        return self.elem.equal(a, b)
 
     def decode(self, node, cur, path, ctx):
         if node[0] == "z":
@@ -671,6 +859,9 @@ class Custom(T):
 
     def zero(self) -> Any:
         return self._zero
+
+    def is_empty(self, value: Any) -> bool:
+        return not value or value == self._zero  # the enums are ints in Go: zero is empty
 
     def decode(self, node, cur, path, ctx):
         return self.func(ctx.buf[node[2] : node[3]], node)
@@ -701,6 +892,15 @@ class Bytes(T):
         raise _type_error(_KIND_NAMES[kind], self, path, ctx)
 
 
+class Raw(T):
+    """Go's ``json.RawMessage``: a value marshalled elsewhere, passed through as it is."""
+
+    go_name = "json.RawMessage"
+
+    def decode(self, node, cur, path, ctx):
+        return _node_to_py(node)
+
+
 STRING = Str()
 BOOL = Bool()
 INT = Int(64, go_name="int")
@@ -713,6 +913,47 @@ UINT8 = Int(8, signed=False)
 FLOAT64 = Float()
 DURATION = Int(64, go_name="time.Duration")
 TIME = Time()
+RAW = Raw()
+
+
+#: Types whose values marshal as themselves (the encoder skips the call).
+_AS_IS = frozenset((Str, Bool, Int, Float, Custom, Bytes, Raw))
+#: Types whose omitempty test is Python's truth (false, 0, "", None, empty list or dict).
+_FALSY_EMPTY = frozenset((Str, Bool, Int, Float, Slice, Map, Bytes))
+
+#: The third element of a :func:`go_struct` row: the field's tag has ``omitempty``.
+OMITEMPTY = "omitempty"
+
+
+def go_struct(name: str, *rows: tuple[Any, ...], pkg: str = "server") -> Struct:
+    """A Go struct as a field table, one row per field in Go's order: ``(json name, type)`` or
+    ``(json name, type, OMITEMPTY)``. The zero value of each field is its type's."""
+    for row in rows:
+        if len(row) not in (2, 3) or (len(row) == 3 and row[2] != OMITEMPTY):
+            raise ValueError("bad field row %r of %s" % (row, name))
+    return Struct(name, {row[0]: row[1] for row in rows}, pkg,
+                  omitempty=[row[0] for row in rows if len(row) == 3])
+
+
+def go_field(t: T, tag: str | None = None) -> Any:
+    """A dataclass field declared by its Go type (``tag`` :data:`OMITEMPTY` for an
+    ``omitempty`` field): its default is the type's Go zero value, and :func:`struct_of` reads
+    the type and the tag back. The dataclass's field order is the Go struct's."""
+    if tag not in (None, OMITEMPTY):
+        raise ValueError("bad field tag %r" % (tag,))
+    zero = t.go_zero()
+    meta = {"go": t, "omitempty": tag == OMITEMPTY}
+    if isinstance(zero, (dict, list)):
+        return dataclasses.field(default_factory=lambda: t.go_zero(), metadata=meta)
+    return dataclasses.field(default=zero, metadata=meta)
+
+
+def struct_of(cls: type, name: str, pkg: str = "server") -> Struct:
+    """The :class:`Struct` a dataclass declared with :func:`go_field` describes (decoding,
+    zero values, :meth:`Struct.encode` of ``obj.__dict__``, :meth:`Struct.equal`)."""
+    fields = dataclasses.fields(cls)
+    return Struct(name, {f.name: f.metadata["go"] for f in fields}, pkg,
+                  omitempty=[f.name for f in fields if f.metadata["omitempty"]])
 
 
 def _as_type(spec: Any) -> T:
