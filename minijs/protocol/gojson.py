@@ -107,9 +107,21 @@ class _UnexpectedEOF(JSONError):
 
 
 _WS = b" \t\r\n"
-_WS_RE = re.compile(rb"[ \t\r\n]*")
-_STR_SPECIAL = re.compile(rb'["\\\x00-\x1f]')
-_DIGITS = re.compile(rb"[0-9]*")
+# The syntax layer's patterns, compiled on first use (:func:`_compile_patterns`): a server
+# whose clients send only CONNECTs (read through Python's decoder) never needs them, and
+# start-up does not pay for them.
+_WS_RE: Any = None  # JSON white space
+_STR_SPECIAL: Any = None  # what ends a run of plain string bytes
+_DIGITS: Any = None
+
+
+def _compile_patterns() -> None:
+    global _WS_RE, _STR_SPECIAL, _DIGITS
+    _STR_SPECIAL = re.compile(rb'["\\\x00-\x1f]')
+    _DIGITS = re.compile(rb"[0-9]*")
+    _WS_RE = re.compile(rb"[ \t\r\n]*")
+
+
 _SIMPLE_UNESC = {
     ord('"'): '"',
     ord("\\"): "\\",
@@ -243,6 +255,8 @@ def _parse_literal(buf: bytes, pos: int) -> tuple[tuple, int]:
 def _parse_value(buf: bytes, pos: int) -> tuple[tuple | None, int]:
     """Parse one JSON value at ``pos`` (after optional whitespace). Returns ``(None, pos)`` when
     only whitespace remains (Go's io.EOF)."""
+    if _WS_RE is None:
+        _compile_patterns()
     n = len(buf)
     pos = _WS_RE.match(buf, pos).end()
     if pos >= n:
@@ -385,6 +399,8 @@ def is_object_or_array(payload: bytes) -> bool:
     """nats-server's ``isJSONObjectOrArray``: the first byte after JSON whitespace (space, tab,
     CR, LF — not FF/VT) is ``{`` or ``[``. Optional request bodies are decoded only then;
     anything else (empty, whitespace, ``null``, ``"x"``, ``garbage``) is ignored."""
+    if _WS_RE is None:
+        _compile_patterns()
     m = _WS_RE.match(payload)
     return m.end() < len(payload) and payload[m.end()] in b"{["
 
