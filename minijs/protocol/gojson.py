@@ -1017,8 +1017,9 @@ def unmarshal_exact(payload: bytes, t: T) -> Any:
         node = _parse_single(buf)
     except _UnexpectedEOF:
         raise JSONError("unexpected end of JSON input") from None
-    v = t.decode(node, t.zero(), [], _Ctx(buf, getattr(t, "name", t.go_name), False))
-    return t.zero() if v is UNCHANGED else v
+    start = t.zero()
+    v = t.decode(node, start, [], _Ctx(buf, t.name if isinstance(t, Struct) else t.go_name, False))
+    return start if v is UNCHANGED else v
 
 
 # --------------------------------------------------------------------------------------------
