@@ -1,6 +1,7 @@
-"""Go's ``encoding/json`` decoding as nats-server does it: syntax, and values into Go types.
+"""Go's ``encoding/json`` as nats-server uses it: syntax, values into Go types, and the Go
+structs minijs declares once, as field tables.
 
-(Encoding is :mod:`minijs.protocol.gomarshal`.)
+(Writing the JSON text is :mod:`minijs.protocol.gomarshal`.)
 
 Syntax (:func:`parse_json`, :func:`decode_values`, :func:`unmarshal_exact`)
     nats-server 2.15.1 is built with the json/v2-backed ``encoding/json``; its texts differ from
@@ -31,6 +32,13 @@ Go types (:class:`T` and its kinds, :class:`Struct`)
       nested objects and maps *merge*;
     * ``null`` leaves scalars and structs untouched, sets slices/maps/pointers to ``None``, but is
       passed to custom unmarshalers (the JetStream enums answer ``can not unmarshal "null"``).
+
+Field tables (:func:`go_struct`, :func:`go_field` + :func:`struct_of`)
+    A Go struct is declared once: per field its JSON name, Go type and ``omitempty`` tag, in
+    Go's order (rows of :func:`go_struct`, or a dataclass whose fields are :func:`go_field`).
+    The decoder type, the complete zero value (:meth:`T.go_zero`), the filling-out of nested
+    structs (:meth:`T.complete`), the marshalling with ``omitempty`` (:meth:`Struct.encode`) and
+    ``reflect.DeepEqual`` (:meth:`T.equal`) all derive from that table.
 
 :func:`unmarshal` is ``json.Unmarshal`` into a struct where only success matters (a client's
 CONNECT and INFO: :data:`CLIENT_OPTS`, :data:`SERVER_INFO`; nats-server closes the connection
