@@ -555,10 +555,6 @@ def _parse_sample_freq(s: str) -> str | None:
     return None
 
 
-def _go_duration_text(ns: int) -> str:
-    return J.go_duration(ns)
-
-
 def check_consumer_config(
     cfg: ConsumerConfig,
     stream_config: StreamConfig,
@@ -666,7 +662,7 @@ def check_consumer_config(
         raise E.consumer_max_pending_ack_excess(stream_map)
     stream_it = _limit(stream_config, "inactive_threshold")
     if stream_it > 0 and cfg.inactive_threshold > stream_it:
-        raise E.consumer_inactive_threshold_excess(_go_duration_text(stream_it))
+        raise E.consumer_inactive_threshold_excess(J.go_duration(stream_it))
 
     if cfg.direct:
         if cfg.deliver_subject == "":
