@@ -483,7 +483,9 @@ class T:
 
     def complete(self, value: Any) -> Any:
         """``value`` with every nested struct filled out to all its fields (absent ones at
-        their zero value, unknown keys dropped); lists and maps are copied."""
+        their zero value, unknown keys dropped); lists and maps are copied. A value may also be
+        given in its marshalled form (a time as RFC 3339 text): ``complete(encode(v))`` is
+        ``complete(v)``."""
         return value
 
     def encode(self, value: Any) -> Any:
@@ -605,6 +607,13 @@ class Time(T):
 
     def zero(self) -> Any:
         return 0  # gotime.ZERO_TIME
+
+    def complete(self, value: Any) -> Any:
+        # A time in its marshalled form (what encode wrote) is read back: a struct completed
+        # from its own JSON form keeps its times, zone included.
+        if isinstance(value, str):
+            return (_gotime or _load_gotime()).parse_go_time_ex(value)
+        return value
 
     def encode(self, value: Any) -> Any:
         return (_gotime or _load_gotime()).go_time(value)

@@ -296,7 +296,8 @@ def clone_config(cfg: Any) -> Any:
 
 
 def stream_config_from_dict(d: dict) -> StreamConfig:
-    """Build a :class:`StreamConfig` from a decoded dict (JSON names; unknown keys ignored).
+    """Build a :class:`StreamConfig` from a decoded dict, or from :func:`to_json_dict`'s form
+    (JSON names; unknown keys ignored; times given as text are read back, zone included).
     Nested structs are completed to dicts with all their fields."""
     fields = STREAM_CONFIG_TYPE.fields
     return StreamConfig(**{k: fields[k].complete(v) for k, v in d.items() if k in fields})
