@@ -271,6 +271,32 @@ async def test_source_position_from_headers_without_metadata(tmp_path: Path) -> 
     await srv.stop()
 
 
+async def test_source_start_time_survives_a_restart(tmp_path: Path) -> None:
+    """A file stream keeps its config as its reply shows it (times as RFC 3339 text); recovered,
+    a source's ``opt_start_time`` is a time again, with its zone: the stream answers INFO with
+    the same config and keeps sourcing."""
+    srv = Server(port=0, jetstream=True, clock=VirtualClock(), store_dir=str(tmp_path / "js"))
+    await srv.start()
+    nc = await nats.connect(srv.client_url)
+    await create(nc, "O", subjects=["o.>"])
+    await nc.request("o.x", b"0", timeout=2)
+    start = "2024-01-01T01:00:00+01:00"
+    created = await create(nc, "S", sources=[{"name": "O", "opt_start_time": start}])
+    await turns(10)
+    await nc.close()
+    await srv.restart()
+    nc = await nats.connect(srv.client_url)
+    out = await info(nc, "S")
+    assert "error" not in out, out
+    assert out["config"] == created["config"]
+    assert out["config"]["sources"][0]["opt_start_time"] == start
+    await nc.request("o.x", b"1", timeout=2)
+    await turns(10)
+    assert srv.jetstream.lookup("S").store.msgs == 2
+    await nc.close()
+    await srv.stop()
+
+
 async def test_streams_without_followers_queue_nothing(server: Server, nc: Any) -> None:
     await create(nc, "P", subjects=["p.>"], storage="memory")
     stream = server.jetstream.lookup("P")

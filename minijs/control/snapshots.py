@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minijs.core.subjects import is_valid_subject
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.config.stream import to_json_dict
+from minijs.protocol.gojson import parse_json
+from minijs.protocol.gomarshal import dumps
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,7 @@ def consumer(server: Any, stream_name: str, name: str, account: str | None = Non
                for wr in c.waiting]
     delivered, floor = info["delivered"], info["ack_floor"]
     return ConsumerSnapshot(
-        stream=stream_name, name=name, config=J.parse_json(J.dumps(info["config"])),
+        stream=stream_name, name=name, config=parse_json(dumps(info["config"])),
         delivered_stream_seq=delivered["stream_seq"],
         delivered_consumer_seq=delivered["consumer_seq"],
         ack_floor_stream_seq=floor["stream_seq"], ack_floor_consumer_seq=floor["consumer_seq"],

@@ -415,7 +415,7 @@ class JetStream:
         if not root.is_dir():
             return
         from minijs.jetstream import jsonfmt as J
-        from minijs.jetstream.config.stream import stream_config_from_dict
+        from minijs.jetstream.config.stream import STORED_STREAM_TYPE, stream_config_from_dict
         from minijs.jetstream.consumers.consumer import recover_consumers
         from minijs.jetstream.store import open_store
         from minijs.jetstream.streams.stream import Stream
@@ -432,7 +432,7 @@ class JetStream:
             if raw is None:
                 store.close()
                 continue
-            doc = J.parse_json(raw)
+            doc = J.unmarshal_exact(raw, STORED_STREAM_TYPE)
             cfg = stream_config_from_dict(doc["config"])
             stream = Stream(self, cfg, int(doc["created"]), store)
             self.streams[cfg.name] = stream

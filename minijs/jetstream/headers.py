@@ -7,9 +7,8 @@ message has headers at all.
 """
 from __future__ import annotations
 
-import re
-
 from minijs.jetstream import errors as E
+from minijs.protocol.gotime import parse_duration
 
 _SECOND = 1_000_000_000
 
@@ -121,33 +120,12 @@ def set_value(block: bytes, name: str, value: str) -> bytes:
     return b"\r\n".join(lines)
 
 
-# Go time.ParseDuration units, in nanoseconds.
-_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
-              "m": 60 * _SECOND, "h": 3600 * _SECOND}
-_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
 def parse_go_duration(text: str) -> int | None:
     """Go ``time.ParseDuration`` → ns, or None when it would fail."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
+    try:
+        return parse_duration(text)
+    except ValueError:
         return None
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DUR_PART.match(s, pos)
-        if m is None or m.group(1) in ("", "."):
-            return None
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    ns = int(total)
-    return -ns if neg else ns
 
 
 def parse_msg_ttl(value: str) -> int:
