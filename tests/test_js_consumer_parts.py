@@ -13,6 +13,7 @@ from minijs.jetstream.config import consumer as C
 from minijs.jetstream.config.stream import stream_config_from_dict
 from minijs.jetstream.consumers.acks import AckHost, AckTracker
 from minijs.jetstream.consumers.consumer import Consumer
+from minijs.jetstream.consumers.create import ExistingConsumer, TargetStream
 from minijs.jetstream.consumers.pending import CountHost
 from minijs.jetstream.consumers.priority import PriorityHost, WaitQueue
 from minijs.jetstream.consumers.pull import PullHost, RequestChooser
@@ -41,11 +42,12 @@ async def test_consumer_satisfies_every_declared_interface(spec: dict, tmp_path:
         stream = server.jetstream.create_stream(stream_config_from_dict(
             {"name": "S", "subjects": ["s.>"], "storage": "file"}))
         consumer = _consumer(stream, "c", **spec)
-        for proto in (CountHost, AckHost, PullHost, PriorityHost, StateHost):
+        for proto in (CountHost, AckHost, PullHost, PriorityHost, StateHost, ExistingConsumer):
             assert isinstance(consumer, proto), proto.__name__
         assert isinstance(consumer, PushHost) and (consumer.push is not None) == bool(spec)
         assert isinstance(consumer.priority, RequestChooser)
         assert isinstance(consumer.pull, WaitQueue)
+        assert isinstance(stream, TargetStream)
         assert isinstance(consumer.acks, AckTracker) and consumer.acks.host is consumer
         # the delivery loop of its kind, bound at creation
         loop = consumer.push.push if consumer.push is not None else consumer.pull.wake
