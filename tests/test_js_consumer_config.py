@@ -561,39 +561,132 @@ def test_validation_errors(stream_kw, cfg, pedantic, expected):
 
 ACCEPTED = [
     # configs the real server accepted (documented restrictions that do NOT exist in 2.15.1)
-    ({}, {"filter_subject": "zz"}),  # filter outside the stream's subjects
-    ({}, {"deliver_group": "g"}),  # deliver_group on a pull consumer
-    ({}, {"filter_subjects": ["s.*.c", "s.b.*"]}),  # overlapping but neither a subset of the other
-    ({}, {"filter_subjects": ["s.>", "x.>"]}),
-    ({}, {"sample_freq": "150"}),  # no upper bound
-    ({}, {"sample_freq": "+5%"}),
-    ({}, {"deliver_subject": "s"}),  # not inside "s.>"
-    ({}, {"deliver_subject": "dq", "max_waiting": -5}),  # clamped to 0 first
-    ({}, {"deliver_subject": "dq", "max_ack_pending": -1}),
-    ({}, {"max_expires": 1000000}),
-    ({}, {"deliver_subject": "dq5", "max_expires": 5}),  # pull-only limits ignored on push
-    ({}, {"ack_policy": "none", "backoff": [3000000000]}),
-    ({}, {"max_deliver": 1, "ack_policy": "explicit", "backoff": [5]}),
-    ({}, {"deliver_policy": "by_start_time", "opt_start_time": "0001-01-01T00:00:00Z"}),
-    ({}, {"sourcing": True}),
-    ({}, {"direct": True, "deliver_subject": "ddir2"}),
-    ({}, {"metadata": {"a": "x" * (128 * 1024 - 1 - 16)}}),
-    ({"retention": "interest"}, {"num_replicas": 1}),
+    # and the "config" of its reply (observed)
+    # filter outside the stream's subjects
+    ({}, {"filter_subject": "zz"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subject":"zz","replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # deliver_group on a pull consumer
+    ({}, {"deliver_group": "g"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"deliver_group":"g",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # overlapping but neither a subset of the other
+    ({}, {"filter_subjects": ["s.*.c", "s.b.*"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subjects":["s.*.c","s.b.*"],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"filter_subjects": ["s.>", "x.>"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subjects":["s.\\u003e","x.\\u003e"],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # no upper bound
+    ({}, {"sample_freq": "150"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"150","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sample_freq": "+5%"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"+5%","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # not inside "s.>"
+    ({}, {"deliver_subject": "s"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"s","inactive_threshold":5000000000,'
+      '"num_replicas":0,' + MD0 + "}")),
+    # clamped to 0 first
+    ({}, {"deliver_subject": "dq", "max_waiting": -5},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"dq","inactive_threshold":5000000000,'
+      '"num_replicas":0,' + MD0 + "}")),
+    ({}, {"deliver_subject": "dq", "max_ack_pending": -1},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_ack_pending":-1,"deliver_subject":"dq",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"max_expires": 1000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"max_expires":1000000,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # pull-only limits ignored on push
+    ({}, {"deliver_subject": "dq5", "max_expires": 5},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_expires":5,"deliver_subject":"dq5",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"ack_policy": "none", "backoff": [3000000000]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","ack_wait":3000000000,'
+      '"max_deliver":-1,"backoff":[3000000000],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"max_deliver": 1, "ack_policy": "explicit", "backoff": [5]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"explicit","ack_wait":5,'
+      '"max_deliver":1,"backoff":[5],"replay_policy":"instant","max_waiting":512,'
+      '"max_ack_pending":1000,"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"deliver_policy": "by_start_time", "opt_start_time": "0001-01-01T00:00:00Z"},
+     ('{"name":"ok","deliver_policy":"by_start_time","opt_start_time":"0001-01-01T00:00:00Z",'
+      '"ack_policy":"none","max_deliver":-1,"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sourcing": True},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"sourcing":true,' + MD0 + "}")),
+    ({}, {"direct": True, "deliver_subject": "ddir2"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"ddir2","inactive_threshold":5000000000,'
+      '"num_replicas":0,"direct":true,' + MD0 + "}")),
+    ({}, {"metadata": {"a": "x" * (128 * 1024 - 1 - 16)}},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"0",'
+      '"_nats.ver":"2.15.1","a":"'
+      + 'x' * 131055
+      + '"}}')),
+    ({"retention": "interest"}, {"num_replicas": 1},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":1,' + MD0 + "}")),
     ({}, {"ack_policy": "flow_control", "deliver_subject": "dfc8", "flow_control": True,
-          "idle_heartbeat": 1000000000}),
-    ({}, {"description": "é" * 2048}),
-    ({}, {"sample_freq": "007%"}),
-    ({}, {"sample_freq": "-0"}),
-    ({}, {"priority_policy": "overflow", "priority_groups": ["a-b_c/d=e"]}),
-    ({}, {"priority_policy": "overflow", "priority_groups": ["A", "A"]}),
+          "idle_heartbeat": 1000000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"flow_control","max_deliver":-1,'
+      '"replay_policy":"instant","max_ack_pending":1000,"flow_control":true,'
+      '"deliver_subject":"dfc8","idle_heartbeat":1000000000,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"4",'
+      '"_nats.ver":"2.15.1"}}')),
+    ({}, {"description": "é" * 2048},
+     ('{"name":"ok","description":"'
+      + 'é' * 2048
+      + '","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"0",'
+      '"_nats.ver":"2.15.1"}}')),
+    ({}, {"sample_freq": "007%"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"007%","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sample_freq": "-0"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"-0","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"priority_policy": "overflow", "priority_groups": ["a-b_c/d=e"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"1",'
+      '"_nats.ver":"2.15.1"},"priority_groups":["a-b_c/d=e"],"priority_policy":"overflow"}')),
+    ({}, {"priority_policy": "overflow", "priority_groups": ["A", "A"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"1",'
+      '"_nats.ver":"2.15.1"},"priority_groups":["A","A"],"priority_policy":"overflow"}')),
     ({"consumer_limits": {"max_ack_pending": 50, "inactive_threshold": 10000000000}},
-     {"max_ack_pending": 5, "inactive_threshold": 2000000000}),
+     {"max_ack_pending": 5, "inactive_threshold": 2000000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"max_ack_pending":5,'
+      '"inactive_threshold":2000000000,"num_replicas":0,' + MD0 + "}")),
 ]
 
 
-@pytest.mark.parametrize("stream_kw,cfg", ACCEPTED)
-def test_accepted(stream_kw, cfg):
-    PlanStream(**stream_kw).create(API + "S.ok", req(cfg))
+@pytest.mark.parametrize("stream_kw,cfg,expected", ACCEPTED)
+def test_accepted(stream_kw, cfg, expected):
+    assert PlanStream(**stream_kw).config_json(API + "S.ok", req(cfg)).decode() == expected
 
 
 def test_flow_control_ack_heartbeat_must_be_1s():
@@ -652,22 +745,34 @@ def test_update_errors(case):
 
 def test_allowed_updates_and_idempotent_create():
     eng = PlanStream()
-    eng.create(API + "S.u1", req(_explicit()))
-    eng.create(API + "S.u1", req(_explicit()))
-    eng.create(API + "S.u1", req(_explicit(), action="create"))  # identical → fine
-    eng.create(API + "S.u1", req(_explicit(description="x"), action="update"))
+    _, first = eng.create(API + "S.u1", req(_explicit()))
+    # the same config again (default action, then "create"): accepted, nothing changes
+    assert eng.create(API + "S.u1", req(_explicit())) == ("u1", first)
+    assert eng.create(API + "S.u1", req(_explicit(), action="create")) == ("u1", first)
+    _, cfg = eng.create(API + "S.u1", req(_explicit(description="x"), action="update"))
+    assert cfg.description == "x" and dataclasses.replace(cfg, description="") == first
     _, cfg = eng.create(API + "S.u1", req(_explicit(
         description="x", max_deliver=3, ack_wait=2000000000, backoff=[2000000000, 3000000000], filter_subject="s.q",
         sample_freq="10", max_ack_pending=7, headers_only=True, max_batch=3, max_expires=5000000, max_bytes=9,
         inactive_threshold=9000000000, metadata={"a": "b"})))
     assert (cfg.max_deliver, cfg.ack_wait, cfg.filter_subject, cfg.max_ack_pending) == (3, 2000000000, "s.q", 7)
-    for extra in ({"priority_policy": "overflow", "priority_groups": ["G"]}, {"num_replicas": 1},
-                  {"filter_subjects": ["s.a", "s.b"]}):
-        eng.create(API + "S.u1", req(_explicit(**extra)))
+    assert (cfg.backoff, cfg.sample_freq, cfg.headers_only, cfg.max_batch, cfg.max_expires, cfg.max_bytes,
+            cfg.inactive_threshold, cfg.metadata["a"]) == (
+        [2000000000, 3000000000], "10", True, 3, 5000000, 9, 9000000000, "b")
+    # each update replaces the whole config (observed: the earlier update's fields are gone)
+    _, cfg = eng.create(API + "S.u1", req(_explicit(priority_policy="overflow", priority_groups=["G"])))
+    assert (cfg.priority_policy, cfg.priority_groups, cfg.description, cfg.max_deliver) == (
+        "overflow", ["G"], "", -1)
+    assert cfg.metadata["_nats.req.level"] == "1"
+    _, cfg = eng.create(API + "S.u1", req(_explicit(num_replicas=1)))
+    assert (cfg.num_replicas, cfg.priority_policy) == (1, "none")
+    _, cfg = eng.create(API + "S.u1", req(_explicit(filter_subjects=["s.a", "s.b"])))
+    assert (cfg.filter_subjects, cfg.num_replicas) == (["s.a", "s.b"], 0)
     # pause_until on an existing consumer is replaced by the stored one (ignored), also for "create"
     _, cfg = eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z")))
-    assert cfg.pause_until is None
-    eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z"), action="create"))
+    assert cfg.pause_until is None and cfg == first
+    _, cfg = eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z"), action="create"))
+    assert cfg.pause_until is None and cfg == first
 
 
 def test_start_time_compared_by_instant_but_create_needs_same_zone():
@@ -687,7 +792,9 @@ def test_push_updates():
     eng = PlanStream()
     base = {"durable_name": "p1", "deliver_subject": "dp1", "idle_heartbeat": 1000000000, "flow_control": True}
     eng.create(API + "S.p1", req(base))
-    eng.create(API + "S.p1", req(dict(base, deliver_subject="dp1b")))  # no interest → allowed
+    # nobody listens on dp1: the deliver subject may change
+    _, cfg = eng.create(API + "S.p1", req(dict(base, deliver_subject="dp1b")))
+    assert cfg.deliver_subject == "dp1b"
     base["deliver_subject"] = "dp1b"
     assert eng.error(API + "S.p1", req(dict(base, idle_heartbeat=2000000000))) == (
         500, 10012, "heart beats can not be updated")
@@ -695,7 +802,8 @@ def test_push_updates():
         500, 10012, "flow control can not be updated")
     assert eng.error(API + "S.p1", req({k: v for k, v in base.items() if k != "deliver_subject"})) == (
         400, 10088, "consumer idle heartbeat requires a push based consumer")
-    eng.create(API + "S.p1", req(dict(base, rate_limit_bps=1000, deliver_group="gg")))
+    _, cfg = eng.create(API + "S.p1", req(dict(base, rate_limit_bps=1000, deliver_group="gg")))
+    assert (cfg.rate_limit_bps, cfg.deliver_group, cfg.deliver_subject) == (1000, "gg", "dp1b")
     assert eng.error(API + "S.p1", req(dict(base, max_waiting=1))) == (
         400, 10080, "consumer in push mode can not set max waiting")
     # the old deliver subject still has a subscriber (observed with a live subscription)
@@ -736,10 +844,13 @@ def test_ephemeral_threshold_restamped_from_the_stored_consumer():
 
 def test_create_action_metadata_rules():
     eng = PlanStream()
-    eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {"_nats.req.level": "3"},
-                                  "pause_until": "2099-01-01T00:00:00Z"}))
-    eng.create(API + "S.kk", req({"durable_name": "kk"}, action="create"))
-    eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {}}, action="create"))
+    _, stored = eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {"_nats.req.level": "3"},
+                                              "pause_until": "2099-01-01T00:00:00Z"}))
+    assert stored.metadata == {"_nats.req.level": "1"}  # the server's own level replaces the given one
+    # "create" of the same config: the server's metadata and the stored pause_until are not a
+    # difference (observed: the reply shows the stored consumer, pause_until included)
+    assert eng.create(API + "S.kk", req({"durable_name": "kk"}, action="create")) == ("kk", stored)
+    assert eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {}}, action="create")) == ("kk", stored)
     assert eng.error(API + "S.kk", req({"durable_name": "kk", "metadata": {"x": "y"}}, action="create")) == (
         400, 10148, "consumer already exists")
     assert eng.error(API + "S.zz", req({}, action="update")) == (400, 10149, "consumer does not exist")
@@ -755,7 +866,8 @@ def test_max_consumers():
     eng.create(API + "S.a", req({"durable_name": "a"}))
     eng.create(API + "S.b", req({"durable_name": "b"}))
     assert eng.error(API + "S.c", req({"durable_name": "c"})) == (400, 10026, "maximum consumers limit reached")
-    eng.create(API + "S.a", req({"durable_name": "a", "description": "x"}))  # updates are not counted
+    # an update is not a new consumer: not refused at the limit
+    assert eng.create(API + "S.a", req({"durable_name": "a", "description": "x"}))[1].description == "x"
 
 
 def test_server_and_account_limits():
@@ -805,8 +917,10 @@ def test_workqueue_rules():
     assert eng.error(API + "S.w5", w("w5")) == (
         400, 10099, "multiple non-filtered consumers not allowed on workqueue stream")
     assert eng.error(API + "S.w1", w("w1", filter_subject="s.b.c")) == not_unique
-    eng.create(API + "S.w1", w("w1", filter_subject="s.a.c"))
-    eng.create(API + "S.w1", w("w1"))  # an existing consumer may become unfiltered (observed)
+    assert eng.create(API + "S.w1", w("w1", filter_subject="s.a.c"))[1].filter_subject == "s.a.c"
+    # an existing consumer may become unfiltered (observed)
+    _, cfg = eng.create(API + "S.w1", w("w1"))
+    assert CC.filters_of(cfg) == []
     # existing consumer: overlap is checked before the update rules / WQ ack rules
     assert eng.error(API + "S.w3", w("w3", filter_subject="s.b.>", deliver_policy="new")) == not_unique
     assert eng.error(API + "S.w3", w("w3", filter_subject="s.b.>", ack_policy="all")) == not_unique
