@@ -87,6 +87,18 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
+class StateChanges(Protocol):
+    """The consumer's durable state, as the ack path tells it of a change (its flags are read
+    first, so an ack on a consumer that does not persist, or whose write is already scheduled
+    this turn, costs no call)."""
+
+    persist: bool
+    scheduled: bool
+
+    def changed(self) -> None: ...
+
+
+@runtime_checkable
 class AckHost(Protocol):
     """What the ack tracking needs of its consumer."""
 
@@ -101,6 +113,7 @@ class AckHost(Protocol):
     dseq: int
     #: the inactivity timer: an ack counts as activity while it runs
     delete_timer: "Timer | None"
+    durable: StateChanges
 
     def wake(self) -> None:
         """Something may be deliverable now (ack-pending room freed, a redelivery due)."""
@@ -348,7 +361,9 @@ class AckTracker:
             self._advance_floor(p[0], sseq)
         if self._sflr is not None:
             self._store_floor_ack(p[0], sseq)
-        host.changed()
+        durable = host.durable
+        if durable.persist and not durable.scheduled:  # host.changed()
+            durable.changed()
         if host.stream.config.retention == "limits":  # _after_acks() has nothing to remove
             if wake:
                 host.wake()

@@ -464,7 +464,9 @@ class Consumer:
         acks.track(seq, dseq, dc, now)
         if not self._holding and acks.pending:
             self.hold()
-        self.changed()
+        durable = self.durable
+        if durable.persist and not durable.scheduled:  # self.changed()
+            durable.changed()
         ack = f"{self._ack_prefix}{dc}.{seq}.{dseq}.{ts}.{pending}".encode()
         self.bus.deliver_as(reply, subject, ack, hdr, data)
         if self.config.ack_policy == "none" and self.stream.config.retention != "limits":

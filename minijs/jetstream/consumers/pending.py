@@ -130,7 +130,7 @@ class PendingCount:
     def took(self) -> None:
         """The consumer delivers a new message (not from a start list) and its position is
         about to move past it: count what was announced before the move, then one less."""
-        if self.lazy:
+        if self.lazy and self.host.stream.sig_n > self._ann_n:  # (sync's own first test)
             self.sync()
         if self.n > 0:
             self.n -= 1
