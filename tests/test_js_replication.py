@@ -204,6 +204,33 @@ async def test_given_consumer_kept_while_followed(server: Server, nc: Any,
     assert await names(nc, "O") == []
 
 
+async def test_fed_consumer_hears_of_removed_messages(server: Server, nc: Any,
+                                                      clock: VirtualClock) -> None:
+    """A consumer a link feeds from (here a given one) holds what the link read until the
+    flow-control ack: a message removed from the origin meanwhile is acked as a +TERM
+    (``Unacknowledged message was deleted``) like any pending message."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10}})
+    assert "error" not in out, out
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    consumer = server.jetstream.streams["O"].consumers["UC"]  # type: ignore[union-attr]
+    assert consumer.feeder is not None
+    events = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.O.UC")
+    await nc.request("o.a", b"1", timeout=2)
+    await turns()
+    assert (await info(nc, "S"))["state"]["messages"] == 1
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["num_ack_pending"] == 1
+    out = await api(nc, "STREAM.MSG.DELETE.O", {"seq": 1})
+    assert out.get("success") is True, out
+    ev = (await events.next_msg(timeout=2)).data
+    assert b'"reason":"Unacknowledged message was deleted"' in ev
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["num_ack_pending"] == 0
+
+
 async def test_followed_stream_becomes_interest(server: Server, nc: Any) -> None:
     """A followed limits stream updated to interest retention: the link (no consumer of the
     origin's own) counts as interest for what its filter selects, and removes nothing."""

@@ -22,7 +22,7 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from minijs.config import AccountLimits, JetStreamLimitOpts
+from minijs.config import AccountLimits, JetStreamLimitOpts, ServerConfig
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.store import stream_store_path
@@ -37,17 +37,13 @@ if TYPE_CHECKING:  # imported when the first stream is created or recovered (a f
 
 __all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 
-#: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
-#: commits survive a killed process without an fsync, so minijs syncs on the same period.
-SYNC_INTERVAL = 120.0
-
 
 class JetStreamGroup:
     """What the engines of one server share: the streams with writes buffered this turn
     (committed together at the end of it, so the router has one thing to flush) and the
     server-wide usage and reservations ``max_memory_store`` / ``max_file_store`` bound."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: ServerConfig) -> None:
         self.config = config
         #: account name -> its engine
         self.engines: dict[str, JetStream] = {}
@@ -56,10 +52,9 @@ class JetStreamGroup:
         self.store_dir: str | None = config.store_dir
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
-        self.domain: str = getattr(config, "js_domain", "") or ""
-        self.js_limits: JetStreamLimitOpts = (getattr(config, "js_limits", None)
-                                              or JetStreamLimitOpts())
-        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self.domain: str = config.js_domain
+        self.js_limits: JetStreamLimitOpts = config.js_limits
+        self.sync_interval = float(config.js_sync_interval)
         self._server_limits: tuple[int, int] | None = None
 
     def mark_dirty(self, stream: Stream) -> None:
@@ -210,13 +205,13 @@ class JetStreamGroup:
         """The omitempty tail of nats-server's ``JetStreamConfig`` after ``store_dir``."""
         config = self.config
         out: dict[str, Any] = {"sync_interval": round(self.sync_interval * 1_000_000_000)}
-        if getattr(config, "js_sync_always", False):
+        if config.js_sync_always:
             out["sync_always"] = True
         if self.domain:
             out["domain"] = self.domain
-        if getattr(config, "js_unique_tag", ""):
+        if config.js_unique_tag:
             out["unique_tag"] = config.js_unique_tag
-        if getattr(config, "js_strict", True):
+        if config.js_strict:
             out["strict"] = True
         return out
 
@@ -249,21 +244,21 @@ class JetStream:
         #: engines of several accounts share one, which the server removes).
         self._owns_temp_dir = owns_temp_dir
         self._sync_timer: Any = None
-        self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
+        self.advisories = Advisories(server, config.js_domain)
         self._replicator: Replicator | None = None
         self.started = False
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
-        self.domain: str = getattr(config, "js_domain", "") or ""
-        self.js_limits: JetStreamLimitOpts = getattr(config, "js_limits", None) or JetStreamLimitOpts()
-        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self.domain: str = config.js_domain
+        self.js_limits: JetStreamLimitOpts = config.js_limits
+        self.sync_interval = float(config.js_sync_interval)
         self.account_limits = AccountLimits()
         if limits is None:
-            limits = getattr(config, "js_account_limits", None) or AccountLimits()
+            limits = config.js_account_limits
         self.set_account_limits(limits)
         self._limit_logged: dict[str, float] = {}
         #: The account this engine serves, as log lines and store paths name it.
         self.account_name = account
-        self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
+        self.max_buffered_size: int = config.js_max_buffered_size
         #: In a cluster: this node's :class:`~minijs.jetstream.cluster.meta.JetStreamCluster`
         #: (the meta group and the replicas); None on a server of its own.
         self.cluster: Any = None

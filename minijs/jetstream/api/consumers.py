@@ -3,8 +3,9 @@ through ``js_consumer_route``: create, info, names, list, delete, pause, unpin, 
 ``MSG.NEXT``.
 
 Validation is entirely :mod:`minijs.jetstream.config.consumer` (already byte-exact with
-nats-server); this module sequences those checks the way ``jsConsumerCreateRequest`` does and
-turns the result into a live :class:`~minijs.jetstream.consumers.consumer.Consumer`.
+nats-server), sequenced the way ``jsConsumerCreateRequest`` does by
+:func:`~minijs.jetstream.consumers.create.plan_create`; this module turns the plan into a live
+:class:`~minijs.jetstream.consumers.consumer.Consumer`.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.consumers.consumer import Consumer
+from minijs.jetstream.consumers.create import CreateLimits, plan_create
 from minijs.protocol import wire
 
 if TYPE_CHECKING:
@@ -91,47 +93,25 @@ class ConsumerApi:
     # ------------------------------------------------------------------ create
 
     def create(self, payload: bytes, hdr: bytes | None, subject: str) -> dict:
-        """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``, checks in server order
-        (see the :mod:`consumer_config` module docstring): the body is decoded before the API
-        level header is checked."""
-        form = C.parse_create_subject(subject)
-        assert form is not None  # route() only sends parseable subjects
-        cfg, action, pedantic, req_stream = C.parse_create_request(payload)
-        self.api._check_api_level(hdr)
-        cfg = C.apply_create_subject(form, cfg, req_stream, clustered=self.js.cluster is not None)
-        stream = self._stream(form.stream)
-        key = C.consumer_key(cfg)
-        old = stream.consumers.get(key) if key else None
+        """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``: the checks in server
+        order are :func:`~minijs.jetstream.consumers.create.plan_create`'s (the body is
+        decoded before the API level header is checked); the plan is applied here."""
         lim, acc = self.js.js_limits, self.js.account_limits
-        cfg = C.validate_and_default(cfg, stream.config, pedantic=pedantic,
-                                     existing=old.config if old else None,
-                                     server_max_ack_pending=lim.max_ack_pending,
-                                     server_max_request_batch=lim.max_request_batch,
-                                     account_max_ack_pending=max(acc.max_ack_pending, 0))
-        others = [(name, C.filters_of(c.config)) for name, c in stream.consumers.items()
-                  if not c.config.direct and not c.config.sourcing]
-        workqueue = stream.config.retention == "workqueue"
-        if old is not None:
-            C.check_create_action(cfg, old.config, action)
-            if workqueue:
-                C.check_workqueue_overlap(key, C.filters_of(cfg), others)
-            cfg = C.check_update(old.config, cfg,
-                                 old_deliver_has_interest=old.is_push and old.active)
-            old.update_config(cfg)
+        stream, plan = plan_create(
+            subject, payload, lookup=self.js.lookup,
+            check_api_level=lambda: self.api._check_api_level(hdr),
+            clustered=self.js.cluster is not None, randomness=self.server.randomness,
+            limits=CreateLimits(server_max_ack_pending=lim.max_ack_pending,
+                                server_max_request_batch=lim.max_request_batch,
+                                account_max_ack_pending=max(acc.max_ack_pending, 0),
+                                account_max_consumers=max(acc.max_consumers, 0)))
+        if plan.update:
+            old = stream.consumers[plan.name]
+            old.update_config(plan.config)
             return old.info()
-        if action == C.ACTION_UPDATE:
-            raise E.consumer_does_not_exist()
-        C.check_max_consumers(stream.config.max_consumers,
-                              sum(1 for c in stream.consumers.values() if not c.config.sourcing),
-                              max(acc.max_consumers, 0))
-        C.check_workqueue_new(cfg, stream.config, others)
-        name = C.assign_name(cfg, stream.consumers.keys(),
-                             file_storage=stream.config.storage == "file" and not cfg.mem_storage,
-                             randomness=stream.server.randomness)
-        cfg = C.finalize_new(cfg)
-        consumer = Consumer(stream, name, cfg)
-        stream.consumers[name] = consumer
-        self._advise(stream.name, name, "create")
+        consumer = Consumer(stream, plan.name, plan.config)
+        stream.consumers[plan.name] = consumer
+        self._advise(stream.name, plan.name, "create")
         if consumer.is_paused():
             consumer.advise_pause()
         consumer.start()

@@ -133,7 +133,7 @@ def restore_into(js: "JetStream", cfg: StreamConfig, doc: dict[str, Any]) -> "St
     for cdoc in doc.get("consumers", ()):
         consumer = Consumer.restore(stream, cdoc)
         stream.consumers[consumer.name] = consumer
-        if consumer._persist:
+        if consumer.durable.persist:
             store.put_meta(STATE_PREFIX + consumer.name,
                            json.dumps(cdoc, separators=(",", ":")).encode())
         consumer.start()

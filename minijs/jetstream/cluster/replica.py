@@ -342,8 +342,7 @@ class StreamReplica:
         if stream is None:
             return
         for consumer in list(stream.consumers.values()):
-            if getattr(consumer, "_save_scheduled", False):
-                consumer._save_soon()
+            consumer.durable.write_now()
         self.engine.flush_now(stream)
 
     def _recorded(self) -> None:
