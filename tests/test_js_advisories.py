@@ -39,7 +39,7 @@ class FakeServer:
 
 def make_api(interest: bool = True, **config: object) -> tuple[JetStreamApi, FakeServer]:
     server = FakeServer(interest, **config)
-    js = SimpleNamespace(server=server, api_total=0, api_errors=0, streams={}, cluster=None,
+    js = SimpleNamespace(bus=server, api_total=0, api_errors=0, streams={}, cluster=None,
                          lookup=lambda name: None, log=SimpleNamespace(error=print),
                          account_info=lambda: {"api": {"level": 5}})
     return JetStreamApi(js), server  # type: ignore[arg-type]

@@ -127,7 +127,7 @@ class ConsumerApi:
         C.check_workqueue_new(cfg, stream.config, others)
         name = C.assign_name(cfg, stream.consumers.keys(),
                              file_storage=stream.config.storage == "file" and not cfg.mem_storage,
-                             randomness=stream.server.randomness)
+                             randomness=stream.bus.randomness)
         cfg = C.finalize_new(cfg)
         consumer = Consumer(stream, name, cfg)
         stream.consumers[name] = consumer

@@ -105,7 +105,7 @@ class JetStreamApi:
 
     def __init__(self, js: "JetStream | None", *, bus: Any = None) -> None:
         self.js = js
-        self.server = js.server if js is not None else bus
+        self.server = js.bus if js is not None else bus
         self._sub: Any = None
         self._domain_subs: list[Any] = []
         #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.

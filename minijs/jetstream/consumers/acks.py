@@ -282,7 +282,7 @@ class AckTracking:
         # ackMsg asks every consumer; other work-queue consumers never overlap).
         stream = self.stream
         if stream.config.retention != "limits":
-            for other in stream.consumers_of(subject):
+            for other in stream.signals.consumers_of(subject):
                 if other is not self and other.needs(seq, subject):
                     return
         stream.remove_msg(seq, False)

@@ -101,7 +101,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
     def __init__(self, stream: "Stream", name: str, config: C.ConsumerConfig,
                  created: int | None = None) -> None:
         self.stream = stream
-        self.server = stream.server
+        self.server = stream.bus
         self.clock = stream.clock
         self.name = name
         self.config = config
@@ -250,12 +250,12 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         consumer may hold pending acks or delivery counts of them."""
         if not self._holding and not self.closed:
             self._holding = True
-            self.stream.holders[self] = None
+            self.stream.signals.holders[self] = None
 
     def _want_wake(self) -> None:
         """Be woken by new messages (an unfiltered consumer that may deliver now)."""
         if self._lazy and not self.closed:
-            self.stream.wakeable[self] = None
+            self.stream.signals.wakeable[self] = None
 
     def _wake(self) -> None:
         """Something may be deliverable now: push it, or serve waiting pull requests."""
@@ -374,8 +374,8 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
                 replies, self._ack_replies = self._ack_replies, []
                 self.stream.confirm_after_commit(replies)
         self.closed = True
-        self.stream.wakeable.pop(self, None)
-        self.stream.holders.pop(self, None)
+        self.stream.signals.wakeable.pop(self, None)
+        self.stream.signals.holders.pop(self, None)
         self._holding = False
         for wr in self.waiting:
             wr.cancel()
@@ -642,7 +642,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if self._lps:
             store = self.stream.store
             return len(self._lps) + self._count_from(self._lps_resume, store)
-        if not self._npc_valid or self._np_rm != self.stream.rm_epoch:
+        if not self._npc_valid or self._np_rm != self.stream.signals.rm_epoch:
             store = self.stream.store
             self._npc = self._count_from(self.sseq, store)
             self._np_base(store.last_seq)
@@ -654,7 +654,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         """``_npc`` was just counted with the stream's last sequence at ``last``."""
         self._npf = last
         self._npc_valid = True
-        st = self.stream
+        st = self.stream.signals
         self._np_rm = st.rm_epoch
         # Every message announced from now on is above the last one stored, unless some
         # stored ones still wait to be announced: then above the last one announced.
@@ -668,7 +668,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         announced ones lie above ``_npa``; when the bound is higher, they are counted by
         sequence: they have no gaps (the stream calls :meth:`np_gap` at each gap), else
         pending would be recounted on the next ask."""
-        st = self.stream
+        st = self.stream.signals
         n = st.sig_n - self._npa_n
         if n <= 0:
             return
@@ -702,7 +702,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
         if seq > self._npf and seq >= self.sseq and not self._lps:
             self._npc += 1
         self._npa = seq
-        self._npa_n = self.stream.sig_n + 1  # the stream counts this one right after
+        self._npa_n = self.stream.signals.sig_n + 1  # the stream counts this one right after
 
     def _count_from(self, seq: int, store: Any) -> int:
         if not self.filters:
@@ -834,7 +834,7 @@ class Consumer(PullDelivery, PushDelivery, AckTracking, PriorityGroups, DurableS
             self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
         pending = (self._npc if self._npc_valid and not lps
-                   and self._np_rm == self.stream.rm_epoch else self.num_pending())
+                   and self._np_rm == self.stream.signals.rm_epoch else self.num_pending())
         self.delivered_at = now
         cfg = self.config
         policy = cfg.ack_policy
