@@ -668,7 +668,7 @@ class JetStreamCluster:
         elif fields:
             body.update(fields)
         if bus is None:
-            bus = api.server if api is not None else self.server
+            bus = api.bus if api is not None else self.server
         bus.publish(reply, None, None, J.dumps(body))
 
     def lookup_config(self, account: str) -> Callable[[str], "StreamConfig | None"]:
