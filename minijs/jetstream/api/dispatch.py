@@ -246,7 +246,7 @@ class JetStreamApi:
         self._on_request(sub, subject, reply, hdr, payload, origin)
         return True
 
-    # ------------------------------------------------------------------ the dispatcher's own endpoints
+    # ------------------------------------------------------------------ own endpoints
 
     def account_info(self, payload: bytes) -> dict:
         return self.js.account_info()
