@@ -187,7 +187,7 @@ class AtomicBatches:
         seq = 0
         for subject, hdr, data, ttl, msg_id, rollup in checked:
             seq = stream.store_checked(subject, hdr or None, data, ttl, msg_id, rollup,
-                                check_discard=False)
+                                       batched=True)
         return stream.acks.batch(seq, batch_id, len(checked))
 
 

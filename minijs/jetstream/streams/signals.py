@@ -104,12 +104,10 @@ class ConsumerSignals:
         self._version = -1
 
     def queue(self, seq: int, subject: str) -> None:
-        """``seq`` was stored on ``subject``: announce it at the next :meth:`release` (only
-        when someone could hear of it)."""
-        stream = self.stream
-        if stream.consumers or stream.followers:
-            self.queued.append((seq, subject))
-            self.sig_queued = seq
+        """``seq`` was stored on ``subject``: announce it at the next :meth:`release`. (The
+        stream queues nothing while it has neither consumers nor followers to tell.)"""
+        self.queued.append((seq, subject))
+        self.sig_queued = seq
 
     def release(self) -> None:
         """Tell the consumers whose filter takes each message queued since the last call

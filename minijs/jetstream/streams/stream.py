@@ -423,7 +423,6 @@ class Stream:
                 raise E.message_incr_missing()
             hdr, data = C.apply(self.counter_total(subject), subject, hdr, data, incr,
                                 self.bus.config.max_payload)
-        self._check_size(hdr, data)
         seq = self.store_checked(subject, hdr, data, ttl, msg_id, rollup)
         if seq is None:  # traced with Nats-Trace-Only: checked, not stored, not acknowledged
             return None
@@ -442,14 +441,6 @@ class Stream:
             ttl = sdm // _SECOND
             hdr = H.set_value(hdr, H.TTL, str(ttl))
         return ttl, hdr
-
-    def _check_size(self, hdr: bytes | None, data: bytes) -> None:
-        """``max_msg_size`` (header and payload) and the header size limit."""
-        mms = self.config.max_msg_size
-        if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
-            raise E.message_size_exceeds_maximum()
-        if hdr and len(hdr) > MAX_HEADER_SIZE:
-            raise E.stream_header_exceeds_maximum()
 
     def publish_error(self, exc: Exception) -> E.ApiError:
         """What a publish that raised ``exc`` is answered with: its API error, or, for a bug
@@ -502,23 +493,28 @@ class Stream:
             ttl_text = h.get(H.TTL)
             if ttl_text is not None and cfg.allow_msg_ttl:
                 ttl, hdr = self._msg_ttl(ttl_text, hdr)
-        self._check_size(hdr, data)
         stored = self.store_checked(subject, hdr, data, ttl, msg_id, rollup, sourced=True,
                                     seq=seq, ts=ts)
         self._after_store()
         return stored  # type: ignore[return-value]  # only a traced publish stores nothing
 
     def store_checked(self, subject: str, hdr: bytes | None, data: bytes, ttl: int, msg_id: str,
-                      rollup: str, *, sourced: bool = False, check_discard: bool = True,
+                      rollup: str, *, sourced: bool = False, batched: bool = False,
                       seq: int = 0, ts: int = 0) -> int | None:
         """Store a message that passed its checks (the tail of nats-server's
-        ``processJetStreamMsg``): interest skip, discard policy (``check_discard``: an atomic
-        batch checked it for the whole batch), dedup record, rollup, limits, expiry,
-        republish, the announcement to consumers, and for a published message (not
-        ``sourced``) its trace and message schedule. ``seq`` and ``ts``: a mirror's copy of
+        ``processJetStreamMsg``): size limits and discard policy (unless ``batched``: an
+        atomic batch's commit checked them for the whole batch), interest skip, dedup record,
+        rollup, limits, expiry, republish, the announcement to consumers, and for a published
+        message (not ``sourced``) its trace and message schedule. ``seq`` and ``ts``: a mirror's copy of
         its origin's. Returns the sequence (None for a trace-only message, which is not
         stored)."""
         cfg = self.config
+        if not batched:
+            mms = cfg.max_msg_size
+            if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
+                raise E.message_size_exceeds_maximum()
+            if hdr and len(hdr) > MAX_HEADER_SIZE:
+                raise E.stream_header_exceeds_maximum()
         store = self.store
         engine = self.engine
         if engine.publish_limits:
@@ -540,7 +536,7 @@ class Stream:
             # memStoreMsgSize / fileStoreMsgSize
             size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
             engine.check_account_room(cfg.storage, size)
-        if cfg.discard == "new" and check_discard:
+        if cfg.discard == "new" and not batched:
             self._check_discard_new(subject, hdr, data, bool(rollup))
         stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq or None)
         if msg_id:
@@ -563,7 +559,8 @@ class Stream:
             self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(stored, subject, hdr, data, ts)
-        self.signals.queue(stored, subject)
+        if self.consumers or self.followers:
+            self.signals.queue(stored, subject)
         if self.schedules is not None and not sourced:
             self.schedules.stored(stored, subject, hdr, ts)
         return stored
@@ -750,7 +747,8 @@ class Stream:
             seq, _ = self.store.store_msg(subject, hdr, b"", self.clock.time_ns(), sdm // _SECOND)
             self._last_msg_id = ""
             self._purged(subject)
-            self.signals.queue(seq, subject)
+            if self.consumers or self.followers:
+                self.signals.queue(seq, subject)
         if removed or markers:
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
