@@ -505,9 +505,9 @@ class Stream:
         ``processJetStreamMsg``): size limits and discard policy (unless ``batched``: an
         atomic batch's commit checked them for the whole batch), interest skip, dedup record,
         rollup, limits, expiry, republish, the announcement to consumers, and for a published
-        message (not ``sourced``) its trace and message schedule. ``seq`` and ``ts``: a mirror's copy of
-        its origin's. Returns the sequence (None for a trace-only message, which is not
-        stored)."""
+        message (not ``sourced``) its trace and message schedule. ``seq`` and ``ts``: a
+        mirror's copy of its origin's. Returns the sequence (None for a trace-only message,
+        which is not stored)."""
         cfg = self.config
         if not batched:
             mms = cfg.max_msg_size
