@@ -92,7 +92,7 @@ async def test_no_draw_without_a_listener_needed(srv: Server, nc: Any,
 
     monkeypatch.setattr(srv.randomness.child("ack-sampling"), "randrange", no_draw)
     got = await setup(nc, 2, sample_freq="100%")
-    bus = srv.jetstream.server  # type: ignore[union-attr]
+    bus = srv.jetstream.bus  # type: ignore[union-attr]
     published: list[bytes] = []
     publish = bus.publish
 

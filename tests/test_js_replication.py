@@ -328,7 +328,7 @@ async def test_streams_without_followers_queue_nothing(server: Server, nc: Any) 
     await create(nc, "P", subjects=["p.>"], storage="memory")
     stream = server.jetstream.lookup("P")
     await nc.request("p.x", b"", timeout=2)
-    assert stream.followers == [] and stream._signals == [] and stream.links_info is None
+    assert stream.followers == [] and stream.signals.queued == [] and stream.links_info is None
 
 
 def test_stream_does_not_import_replication() -> None:

@@ -219,16 +219,17 @@ class JetStreamGroup:
 class JetStream:
     """JetStream for one account of a server."""
 
-    def __init__(self, server: MessageBus, *, temp_dir: str | None = None,
+    def __init__(self, bus: MessageBus, *, temp_dir: str | None = None,
                  account: str = "$G", group: JetStreamGroup | None = None,
                  limits: AccountLimits | None = None, owns_temp_dir: bool = True) -> None:
-        self.server = server
-        self.clock = server.clock
-        self.log = server.log
+        #: The message bus of the account this engine serves (the router, or its view of it).
+        self.bus = bus
+        self.clock = bus.clock
+        self.log = bus.log
         self.streams: dict[str, Stream] = {}
         self.api_total = 0
         self.api_errors = 0
-        config = server.config
+        config = bus.config
         #: File streams' private directory when no store directory is configured (kept across
         #: a restart of the same server, removed at its shutdown).
         self._temp_dir: str | None = temp_dir
@@ -236,7 +237,7 @@ class JetStream:
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
         if group is None:
-            group = JetStreamGroup(server.config)
+            group = JetStreamGroup(bus.config)
         self.group = group
         group.engines[account] = self
         self.mark_dirty = group.mark_dirty  # type: ignore[method-assign]  # (per publish)
@@ -244,7 +245,7 @@ class JetStream:
         #: engines of several accounts share one, which the server removes).
         self._owns_temp_dir = owns_temp_dir
         self._sync_timer: Any = None
-        self.advisories = Advisories(server, config.js_domain)
+        self.advisories = Advisories(bus, config.js_domain)
         self._replicator: Replicator | None = None
         self.started = False
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
@@ -486,7 +487,7 @@ class JetStream:
     def _external_account(self, api: str) -> str | None:
         """The account whose ``$JS.API.>`` this account reaches under the prefix ``api``
         (through a service import), or None."""
-        resolve = getattr(self.server, "resolve_service", None)
+        resolve = getattr(self.bus, "resolve_service", None)
         found = resolve(f"{api.rstrip('.')}.STREAM.INFO.X".encode()) if resolve else None
         if found is None or found[1] != b"$JS.API.STREAM.INFO.X":
             return None
@@ -494,7 +495,7 @@ class JetStream:
 
     def _external_returns(self, account: str, deliver: str) -> bool:
         """Do deliveries on the ``deliver`` prefix in ``account`` come back here?"""
-        return bool(deliver) and self.server.receives_stream(account, f"{deliver}.x".encode())
+        return bool(deliver) and self.bus.receives_stream(account, f"{deliver}.x".encode())
 
     def lookup_external(self, api: str, deliver: str, name: str) -> Stream | None:
         """``external`` mirrors and sources: the stream ``name`` of the account whose

@@ -7,6 +7,9 @@ message has headers at all.
 """
 from __future__ import annotations
 
+import re
+
+from minijs.config import API_LEVEL
 from minijs.jetstream import errors as E
 from minijs.protocol.gotime import parse_duration
 
@@ -47,6 +50,32 @@ def parse(block: bytes | None) -> dict[str, str]:
         if key not in out:
             out[key] = value.strip().decode("utf-8", "replace")
     return out
+
+
+def slice_header(block: bytes, key: bytes) -> bytes | None:
+    """Go ``sliceHeader``: the value of the first ``\r\n<key>:`` line (exact case), leading
+    spaces skipped, everything else up to the CRLF kept; None when absent."""
+    i = block.find(b"\r\n" + key + b":")
+    if i < 0:
+        return None
+    start = i + 2 + len(key) + 1
+    while start < len(block) and block[start] == 0x20:
+        start += 1
+    end = block.find(b"\r\n", start)
+    return block[start:end if end >= 0 else len(block)]
+
+
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def api_level_too_high(value: str) -> bool:
+    """nats-server's ``errorOnRequiredApiLevel`` on a non-empty ``Nats-Required-Api-Level``
+    value: refused unless it is a Go ``strconv.Atoi`` integer (ASCII digits, an optional
+    sign, int64 range) not above this server's API level."""
+    if not _ATOI.fullmatch(value):
+        return True
+    level = int(value)
+    return not -(1 << 63) <= level < (1 << 63) or level > API_LEVEL
 
 
 def is_subject_delete_marker(block: bytes | None) -> bool:

@@ -5,7 +5,7 @@ stream. A :class:`Link` (one per mirror, one per entry of ``sources``) reads the
 directly instead: it is set up the way nats-server sets up its consumer (same start positions,
 same retry schedule, the same API accounting), then woken by the origin each time new messages
 are committed there (``Stream.followers``), and it stores what it reads with
-``Stream.store_replicated``.
+``Stream.store_sourced``.
 
 What a client sees, as on nats-server 2.15.1:
 
@@ -449,7 +449,7 @@ class Link:
                                sourcing=True)
         kind = "mirror" if self.mirror else "src"
         cfg.deliver_subject = (f"$JS.{'M' if self.mirror else 'S'}."
-                               f"{C.generate_consumer_name(origin.server.randomness)}")
+                               f"{C.generate_consumer_name(origin.bus.randomness)}")
         cfg.metadata = {f"_nats.{kind}.stream": self.target.name,
                         f"_nats.{kind}.acc": self.host.account_name}
         if getattr(self.host, "domain", ""):
@@ -713,14 +713,14 @@ class Link:
         try:
             if self.mirror:
                 if sm.seq > target.store.last_seq:
-                    target.store_replicated(self._subject_for(sm.subject),
-                                            _strip_feed_headers(sm.hdr), sm.data,
-                                            ts=sm.ts, seq=sm.seq)
+                    target.store_sourced(self._subject_for(sm.subject),
+                                         _strip_feed_headers(sm.hdr), sm.data,
+                                         ts=sm.ts, seq=sm.seq)
             else:
                 hdr = _remove_header(sm.hdr, b"Nats-Stream-Source")
                 hdr = _strip_feed_headers(hdr)
                 hdr = H.append(hdr, [(H.STREAM_SOURCE, self._source_header(sm))])
-                if target.store_replicated(self._subject_for(sm.subject), hdr, sm.data):
+                if target.store_sourced(self._subject_for(sm.subject), hdr, sm.data):
                     self.stored = sm.seq
                     self.owner.save_position(self)
         except E.ApiError as exc:
@@ -966,7 +966,7 @@ class Replicator:
     def consumer_name(self, link: Link) -> str:
         """The stable name plus the random suffix nats-server gives the direct consumer of a
         limits stream."""
-        return f"{self.stable_consumer_name(link)}-{get_hash(new_id(link.target.server))}"
+        return f"{self.stable_consumer_name(link)}-{get_hash(new_id(link.target.bus))}"
 
     def _remove(self, link: Link, *, count: bool = True) -> None:
         """Stop a link whose stream (or config entry) goes away. nats-server asks the origin

@@ -263,7 +263,7 @@ class StreamReplica:
         import json
 
         header = b"NATS/1.0 409 Leadership Change\r\n\r\n"
-        publish = stream.server.publish
+        publish = stream.bus.publish
         for key, value in list(self.inner.iter_meta(PULLS_PREFIX)):
             for reply in json.loads(value):
                 publish(reply.encode(), None, header, b"")
@@ -389,12 +389,12 @@ class StreamReplica:
 
     @staticmethod
     def _release(stream: "Stream", acks: list, signals: list) -> None:
-        publish = stream.server.publish
+        publish = stream.bus.publish
         for reply, ack in acks:
             publish(reply, None, None, ack)
         if signals:
-            stream._signals.extend(signals)
-        stream._release_signals()
+            stream.signals.queued.extend(signals)
+        stream.signals.release()
 
     # ------------------------------------------------------------------ what clients see
 

@@ -491,7 +491,7 @@ class AckTracker:
         host = self.host
         stream = host.stream
         if stream.config.retention != "limits":
-            for other in stream.consumers_of(subject):
+            for other in stream.signals.consumers_of(subject):
                 if other is not host and other.needs(seq, subject):
                     return
         stream.remove_msg(seq, False)

@@ -121,7 +121,7 @@ class Consumer:
     def __init__(self, stream: "Stream", name: str, config: C.ConsumerConfig,
                  created: int | None = None) -> None:
         self.stream = stream
-        self.bus: MessageBus = stream.server
+        self.bus: MessageBus = stream.bus
         self.clock = stream.clock
         self.name = name
         self.config = config
@@ -265,12 +265,12 @@ class Consumer:
         consumer may hold pending acks or delivery counts of them."""
         if not self._holding and not self.closed:
             self._holding = True
-            self.stream.holders[self] = None
+            self.stream.signals.holders[self] = None
 
     def want_wake(self) -> None:
         """Be woken by new messages (an unfiltered consumer that may deliver now)."""
         if self.counts.lazy and not self.closed:
-            self.stream.wakeable[self] = None
+            self.stream.signals.wakeable[self] = None
 
     def on_removed(self, seqs: list[int]) -> None:
         """Messages left the stream one by one (a limit, expiry, MSG.DELETE, retention;
@@ -458,7 +458,7 @@ class Consumer:
             self.sseq = seq + 1
         # num_pending() without the call in the common case (a valid count, no lps list).
         pending = (counts.n if counts.valid and not lps
-                   and counts.rm_epoch == self.stream.rm_epoch else counts.num_pending())
+                   and counts.rm_epoch == self.stream.signals.rm_epoch else counts.num_pending())
         self.delivered_at = now
         acks = self.acks
         acks.track(seq, dseq, dc, now)
@@ -568,8 +568,8 @@ class Consumer:
         written is written now, the stream's close commits it)."""
         self.durable.flush_on_stop()
         self.closed = True
-        self.stream.wakeable.pop(self, None)
-        self.stream.holders.pop(self, None)
+        self.stream.signals.wakeable.pop(self, None)
+        self.stream.signals.holders.pop(self, None)
         self._holding = False
         self.pull.stop()
         for name in ("delete_timer", "_pause_timer", "_replay_timer"):

@@ -83,7 +83,7 @@ class PendingCount:
         host = self.host
         if host.lps:
             return len(host.lps) + self._count_from(host.lps_resume, host.stream.store)
-        if not self.valid or self.rm_epoch != host.stream.rm_epoch:
+        if not self.valid or self.rm_epoch != host.stream.signals.rm_epoch:
             store = host.stream.store
             self.n = self._count_from(host.sseq, store)
             self._base(store.last_seq)
@@ -101,7 +101,7 @@ class PendingCount:
         """``n`` was just counted with the stream's last sequence at ``last``."""
         self.upto = last
         self.valid = True
-        st = self.host.stream
+        st = self.host.stream.signals
         self.rm_epoch = st.rm_epoch
         # Every message announced from now on is above the last one stored, unless some
         # stored ones still wait to be announced: then above the last one announced.
@@ -130,7 +130,7 @@ class PendingCount:
     def took(self) -> None:
         """The consumer delivers a new message (not from a start list) and its position is
         about to move past it: count what was announced before the move, then one less."""
-        if self.lazy and self.host.stream.sig_n > self._ann_n:  # (sync's own first test)
+        if self.lazy and self.host.stream.signals.sig_n > self._ann_n:  # (sync's own first test)
             self.sync()
         if self.n > 0:
             self.n -= 1
@@ -141,7 +141,7 @@ class PendingCount:
         announced ones lie above ``_ann``; when the bound is higher, they are counted by
         sequence: they have no gaps (the stream calls :meth:`gap` at each gap), else the
         count is invalidated."""
-        st = self.host.stream
+        st = self.host.stream.signals
         n = st.sig_n - self._ann_n
         if n <= 0:
             return
@@ -176,4 +176,4 @@ class PendingCount:
         if seq > self.upto and seq >= host.sseq and not host.lps:
             self.n += 1
         self._ann = seq
-        self._ann_n = host.stream.sig_n + 1  # the stream counts this one right after
+        self._ann_n = host.stream.signals.sig_n + 1  # the stream counts this one right after
