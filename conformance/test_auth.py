@@ -1,4 +1,4 @@
-"""Authentication: user/password, token, ops before CONNECT, auth timeout (§1, §3, §13)."""
+"""Authentication: user/password, token, ops before CONNECT, auth timeout."""
 from __future__ import annotations
 
 import time

@@ -1,4 +1,4 @@
-"""CONNECT handling, the post-CONNECT INFO and pre-CONNECT defaults (protocol.md §1, §3, §4.1)."""
+"""CONNECT handling, the post-CONNECT INFO and pre-CONNECT defaults."""
 from __future__ import annotations
 
 import pytest

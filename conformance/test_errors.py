@@ -1,4 +1,4 @@
-"""Protocol errors and the connections they close (protocol.md §4, §10)."""
+"""Protocol errors and the connections they close."""
 from __future__ import annotations
 
 import pytest

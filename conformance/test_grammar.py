@@ -1,4 +1,4 @@
-"""Lexical leniency of the client protocol parser (protocol.md §4)."""
+"""Lexical leniency of the client protocol parser."""
 from __future__ import annotations
 
 from conformance.helpers import RawFactory, ready

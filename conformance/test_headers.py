@@ -1,4 +1,4 @@
-"""HPUB/HMSG framing and the opaque header block (protocol.md §4, §5)."""
+"""HPUB/HMSG framing and the opaque header block."""
 from __future__ import annotations
 
 from conformance.helpers import RawFactory, ready

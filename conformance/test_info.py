@@ -1,4 +1,4 @@
-"""INFO on accept: wire form, field set, types and order (protocol.md §2)."""
+"""INFO on accept: wire form, field set, types and order."""
 from __future__ import annotations
 
 import pytest

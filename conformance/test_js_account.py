@@ -1,5 +1,5 @@
 """JetStream account level: INFO advertising, ``$JS.API.INFO``, API counters, unknown and
-cluster-only API subjects (jetstream-api.md §0, §2, §3.12)."""
+cluster-only API subjects."""
 from __future__ import annotations
 
 import pytest

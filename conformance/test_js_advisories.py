@@ -1,4 +1,4 @@
-"""JetStream advisories as nats-server 2.15.1 publishes them (behavior §10, api §0 item 11).
+"""JetStream advisories as nats-server 2.15.1 publishes them.
 
 * ``$JS.EVENT.ADVISORY.API`` (``api_audit``): one per handled JSON API request, success or
   error, also without a reply subject; a successful ``STREAM.MSG.GET`` is not audited. The

@@ -28,7 +28,7 @@ stored subject, and all requests share one reply subject):
   sequences, a 408 never comes before a request could have expired, and the message after a
   ``409 Message Size Exceeds MaxBytes`` is larger than the budget that status returned.
 
-References: jetstream-behavior.md §5.3/§5.4, seeds/003 (ADR-37, "Consume specification").
+Reference: ADR-37 ("Consume specification").
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Consumer endpoints: CREATE (all subject forms), DURABLE.CREATE, INFO, DELETE, NAMES, LIST and
-the starting position of each deliver policy (jetstream-api.md §4, §10; behavior §3.1)."""
+the starting position of each deliver policy."""
 from __future__ import annotations
 
 from typing import Any

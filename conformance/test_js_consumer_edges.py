@@ -1,6 +1,6 @@
 """Consumer state after edge events, as nats-server 2.15.1 keeps it: ``max_deliver`` reached
 (with and without a pull request waiting afterwards), late acks of messages given up, NAK then
-``ack_policy`` ``all``, the order of redeliveries (jetstream-behavior.md §5)."""
+``ack_policy`` ``all``, the order of redeliveries."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""Consumer events (jetstream-behavior.md §10) and replay pacing (§6): the ack metric of
+"""Consumer events and replay pacing: the ack metric of
 ``sample_freq``, the MSG_NAKED and MSG_TERMINATED advisories with their exact JSON, and
 ``replay_policy: original`` spacing deliveries like the stored timestamps (pull and push)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Many consumers on one stream (jetstream-behavior.md §3, §5): idle consumers, filtered and
+"""Many consumers on one stream: idle consumers, filtered and
 not, pull and push, beside the ones that work. What each reports and delivers does not depend
 on how many others there are: every unfiltered consumer counts every message, a pull
 consumer's deliveries carry the pending count in their ack subject, a push consumer that gains

@@ -1,6 +1,6 @@
 """nats-py 2.16 pull workflows against the server: ``pull_subscribe`` + ``fetch`` (with and
 without expiry, no-wait batches), ``msg.ack()``, metadata parsed from the ack subject, and the
-consumer management calls (behavior §5.4)."""
+consumer management calls."""
 from __future__ import annotations
 
 import asyncio

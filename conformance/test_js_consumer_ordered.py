@@ -1,7 +1,7 @@
 """Ordered consumers as nats-py 2.16 drives them (``js.subscribe(..., ordered_consumer=True)``):
 an ephemeral push consumer with ack none, max_deliver 1, flow control, heartbeats and memory
 storage; the client answers flow control, and when heartbeats stop it re-creates the consumer
-from the next stream sequence (jetstream-behavior.md §6.3)."""
+from the next stream sequence."""
 from __future__ import annotations
 
 import asyncio

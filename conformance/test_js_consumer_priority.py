@@ -1,7 +1,7 @@
 """Priority groups (ADR-42) on pull consumers, as wire bytes: the request checks and their
 statuses, ``pinned_client`` (the ``Nats-Pin-Id`` header, standby requests, 423s, the PINNED /
 UNPINNED advisories, the pin's ``priority_timeout``, the pin in consumer info), ``overflow``
-thresholds and ``prioritized`` ordering (jetstream-behavior.md §5.2, §5.5)."""
+thresholds and ``prioritized`` ordering."""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,5 @@
 """``CONSUMER.MSG.NEXT`` and acks as wire bytes: deliveries with the stored subject and the v1
-ack subject, every pull status with its exact headers, ack payloads and the info counters
-(jetstream-behavior.md §3, §5)."""
+ack subject, every pull status with its exact headers, ack payloads and the info counters."""
 from __future__ import annotations
 
 import itertools

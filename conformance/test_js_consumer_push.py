@@ -1,7 +1,7 @@
 """Push consumers as wire bytes: delivery to ``deliver_subject`` only while an exact-subject
 subscription exists (``push_bound``), queue delivery with ``deliver_group``, ``headers_only``,
 ``max_ack_pending`` gating, redelivery, idle heartbeats, flow control, inactive-threshold
-cleanup, pause and the consumer advisories (jetstream-behavior.md §6–§8, §10)."""
+cleanup, pause and the consumer advisories."""
 from __future__ import annotations
 
 import itertools

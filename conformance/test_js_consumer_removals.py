@@ -1,4 +1,4 @@
-"""Consumer state after every way a message leaves a stream (jetstream-behavior.md §3, §5):
+"""Consumer state after every way a message leaves a stream:
 rollups (``sub``, ``all``), purges (all, subject, keep, seq and their mixes), limits at publish
 time and by a stream update (``max_msgs``, ``max_bytes``, ``max_msgs_per_subject``),
 ``MSG.DELETE``, ``Nats-TTL`` and ``max_age`` expiry, subject delete markers; file and memory

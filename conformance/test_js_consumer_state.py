@@ -1,4 +1,4 @@
-"""Consumers across a server restart on the same store directory (jetstream-behavior.md §4):
+"""Consumers across a server restart on the same store directory:
 durable state — delivered, ack floor, pending acks with their delivery counts — comes back,
 unacked messages are redelivered once their ack wait has passed, ephemerals of file streams come
 back until their inactivity threshold removes them, ``mem_storage`` consumers do not."""

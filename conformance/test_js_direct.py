@@ -1,5 +1,5 @@
 """``$JS.API.DIRECT.GET``: raw message replies, status replies, batches and multi_last, compared
-as wire bytes (jetstream-api.md §3.10, jetstream-behavior.md §9).
+as wire bytes.
 
 Each message's ``Nats-Time-Stamp`` is taken from ``STREAM.MSG.GET``'s ``time`` for the same
 sequence, so the expected frames are exact and the two APIs must agree.

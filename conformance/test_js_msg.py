@@ -1,4 +1,4 @@
-"""STREAM.MSG.GET and STREAM.MSG.DELETE (jetstream-api.md §3.8, §3.9)."""
+"""STREAM.MSG.GET and STREAM.MSG.DELETE."""
 from __future__ import annotations
 
 import pytest

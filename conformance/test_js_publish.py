@@ -1,5 +1,5 @@
 """The JetStream publish path: pub acks, dedup, expectation headers, rollups, TTL header
-checks, limits and discard policies, byte accounting (jetstream-behavior.md §1, §2)."""
+checks, limits and discard policies, byte accounting."""
 from __future__ import annotations
 
 import pytest

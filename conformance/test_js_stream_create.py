@@ -1,5 +1,4 @@
-"""``$JS.API.STREAM.CREATE.<S>``: defaults, validation and error codes
-(jetstream-api.md §3.1, §7)."""
+"""``$JS.API.STREAM.CREATE.<S>``: defaults, validation and error codes."""
 from __future__ import annotations
 
 import pytest

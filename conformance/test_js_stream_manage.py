@@ -1,5 +1,4 @@
-"""STREAM.INFO, STREAM.DELETE, STREAM.PURGE, STREAM.NAMES and STREAM.LIST
-(jetstream-api.md §3.3–§3.7; jetstream-behavior.md §2.5, §2.9)."""
+"""STREAM.INFO, STREAM.DELETE, STREAM.PURGE, STREAM.NAMES and STREAM.LIST."""
 from __future__ import annotations
 
 from conformance.helpers import SpawnFn

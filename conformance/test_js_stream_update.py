@@ -1,5 +1,4 @@
-"""``$JS.API.STREAM.UPDATE.<S>``: what may change, what may not, sealing
-(jetstream-api.md §3.2, §7.3; jetstream-behavior.md §2.12)."""
+"""``$JS.API.STREAM.UPDATE.<S>``: what may change, what may not, sealing."""
 from __future__ import annotations
 
 import pytest

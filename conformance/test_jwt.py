@@ -1,4 +1,4 @@
-"""Operator mode: an operator JWT, account JWTs in a memory resolver, user JWTs (§13).
+"""Operator mode: an operator JWT, account JWTs in a memory resolver, user JWTs.
 
 Every key and JWT is made by the suite (``conformance/natskeys.py``: the ``nkeys`` package and
 an encoder of nats-io/jwt v2's format). Clients log in with a user JWT and the INFO nonce

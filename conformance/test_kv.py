@@ -1,4 +1,4 @@
-"""nats-py 2.16 Key-Value store against the server (behavior §11): bucket creation and the
+"""nats-py 2.16 Key-Value store against the server: bucket creation and the
 stream config it yields, put/get through STREAM.MSG.GET and DIRECT.GET, optimistic
 concurrency (update with a revision, create-if-absent), delete and purge markers, history,
 keys, watch, bucket status, bind and delete bucket.

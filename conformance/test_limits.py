@@ -1,4 +1,4 @@
-"""Server keep-alive, slow consumers and connection limits (protocol.md §11, §12, §10)."""
+"""Server keep-alive, slow consumers and connection limits."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,4 @@
-"""nkey users: the nonce in INFO, the signed nonce in CONNECT, permissions, refusals (§13).
+"""nkey users: the nonce in INFO, the signed nonce in CONNECT, permissions, refusals.
 
 Keys are made by the suite with the ``nkeys`` package (``conformance/natskeys.py``)."""
 from __future__ import annotations

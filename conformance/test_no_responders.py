@@ -1,4 +1,4 @@
-"""No-responders 503 status messages (protocol.md §8)."""
+"""No-responders 503 status messages."""
 from __future__ import annotations
 
 from typing import Any

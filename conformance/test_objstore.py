@@ -1,4 +1,4 @@
-"""nats-py 2.16 Object Store against the server (behavior §12): bucket creation and the
+"""nats-py 2.16 Object Store against the server: bucket creation and the
 stream config it yields, multi-chunk put (chunks on ``$O.<b>.C.<nuid>``, meta with a
 subject rollup on ``$O.<b>.M.<base64url name>``), get_info, get (an ordered push consumer on
 the chunk subject), list (an ordered push consumer on the meta subjects), delete (deleted

@@ -1,4 +1,4 @@
-"""Edges of the client protocol where nats-server's exact parser shows (protocol.md §4, §10):
+"""Edges of the client protocol where nats-server's exact parser shows:
 output queued before a close, publish subjects its sublist cannot match, bytes that are or are
 not argument separators, header blocks of size zero, CONNECT decoded by Go's encoding/json, and
 where the control-line limit applies.

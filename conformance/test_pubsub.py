@@ -1,4 +1,4 @@
-"""PUB/SUB/UNSUB, MSG framing, fan-out, echo and ordering (protocol.md §4, §7)."""
+"""PUB/SUB/UNSUB, MSG framing, fan-out, echo and ordering."""
 from __future__ import annotations
 
 from conformance.helpers import RawFactory, ready

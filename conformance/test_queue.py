@@ -1,4 +1,4 @@
-"""Queue groups (protocol.md §7.1)."""
+"""Queue groups."""
 from __future__ import annotations
 
 from conformance.helpers import RawFactory, ready

@@ -1,4 +1,4 @@
-"""Subject validation and wildcard matching (protocol.md §6, §9)."""
+"""Subject validation and wildcard matching."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
 """Durable consumer state: consumers of file streams are kept in the stream store's metadata
-and come back after a restart on the same store directory (behavior §4). Under the virtual
+and come back after a restart on the same store directory. Under the virtual
 clock, so ack-wait redelivery after the restart fires with no real waiting. The wire-level
 comparison with nats-server is conformance/test_js_consumer_state.py.
 """

@@ -75,7 +75,7 @@ def test_factories(err, code, err_code, desc):
 @pytest.mark.parametrize(
     "err, code, err_code, desc",
     [
-        # pub-ack errors (jetstream-behavior.md §2; verified on v2.15.1)
+        # pub-ack errors (verified on nats-server v2.15.1)
         (E.expected_stream_mismatch(), 400, 10060, "expected stream does not match"),
         (E.wrong_last_sequence(3), 400, 10071, "wrong last sequence: 3"),
         (E.wrong_last_msg_id(""), 400, 10070, "wrong last msg ID: "),

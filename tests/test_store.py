@@ -1,8 +1,7 @@
 """One store test suite, run unchanged against MemoryStore and LmdbStore.
 
-Semantics checked here come from nats-server 2.15 memstore.go/filestore.go and
-/work/shared/reference/jetstream-behavior.md §2.5, §2.6, §2.9
-(see minijs/jetstream/store/base.py).
+The semantics checked are those of nats-server 2.15's memory and file stores (``memstore.go``,
+``filestore.go``); minijs/jetstream/store/base.py states the invariants.
 """
 from __future__ import annotations
 
@@ -154,7 +153,7 @@ def test_explicit_seq(store):
 
 
 # --------------------------------------------------------------------------------------------
-# byte accounting (reference §2.6, nats-server memStoreMsgSize / fileStoreMsgSize)
+# byte accounting (nats-server memStoreMsgSize / fileStoreMsgSize)
 
 
 def test_byte_formulas():
@@ -189,7 +188,7 @@ def test_bytes_tracking(ctx, store):
 
 
 # --------------------------------------------------------------------------------------------
-# removal, first_seq movement, deleted details (reference §2.5)
+# removal, first_seq movement, deleted details
 
 
 def test_remove_moves_first_seq(store):
@@ -238,7 +237,7 @@ def test_skip_msgs(store):
 
 
 # --------------------------------------------------------------------------------------------
-# purge (reference §2.9, PurgeEx)
+# purge (nats-server PurgeEx)
 
 
 def test_purge_all(store):
@@ -324,7 +323,7 @@ def test_purge_keep_wildcard_order(store):
 
 
 def test_compact_first_seq_config(store):
-    # a stream created with first_seq: N starts empty at N, last_seq N-1 (api §7.1)
+    # a stream created with first_seq: N starts empty at N, last_seq N-1
     assert store.compact(100) == 0
     assert (store.first_seq, store.last_seq, store.msgs) == (100, 99, 0)
     assert store.store_msg("a", None, b"", 1)[0] == 100
