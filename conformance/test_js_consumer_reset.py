@@ -1,5 +1,5 @@
-"""``CONSUMER.UNPIN`` and ``CONSUMER.RESET`` as nats-server 2.15.1 answers them: the body checks and error texts, the UNPINNED advisory, the
-reset reply (consumer info + ``reset_seq``) and where a reset consumer continues."""
+"""``CONSUMER.UNPIN`` and ``CONSUMER.RESET`` as nats-server 2.15.1 answers them: the body checks and error
+texts, the UNPINNED advisory, the reset reply (consumer info + ``reset_seq``) and where a reset consumer continues."""
 from __future__ import annotations
 
 from typing import Any

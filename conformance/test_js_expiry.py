@@ -1,5 +1,6 @@
 """Time based removal: ``max_age``, per-message ``Nats-TTL`` and subject delete markers.
-These are the only cases of the JetStream suite that wait in real time (1 s limits, polled for up to 5 s)."""
+These are the only cases of the JetStream suite that wait in real time (1 s limits, polled
+for up to 5 s)."""
 from __future__ import annotations
 
 import time
