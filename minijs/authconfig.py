@@ -18,6 +18,10 @@ DEFAULT_RESPONSE_THRESHOLD = 120.0
 #: ``minijs.config.GLOBAL_ACCOUNT`` (that module sits above this one), the account of a user
 #: configured outside any account.
 _GLOBAL_ACCOUNT = "$G"
+#: The connection types nats-server knows (``allowed_connection_types``, of a user in a config
+#: file or in its JWT).
+CONNECTION_TYPES = ("STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS",
+                    "IN_PROCESS")
 
 
 @dataclass(frozen=True)

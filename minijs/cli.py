@@ -347,7 +347,8 @@ def _tls_flags(given: dict[str, Any], config: Any) -> dict[str, Any]:
     it; the certificate and key are loaded now, with nats-server's refusals."""
     if given.get("tls") is False:
         return {"tls": None}
-    from minijs.tlsconfig import TlsConfigError, TlsOptions, check_files
+    from minijs.core.tls import check_files
+    from minijs.tlsconfig import TlsConfigError, TlsOptions
 
     if not given.get("tls_cert"):
         raise UsageError("TLS Server certificate must be present and valid")

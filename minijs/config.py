@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from minijs.confsyntax import ConfigError as ConfigError  # (raised by the config floor)
+
 if TYPE_CHECKING:
     from minijs.authconfig import AccountConnLimits, Export, Import, Mapping, User
     from minijs.tlsconfig import TlsOptions
@@ -29,24 +31,6 @@ RANDOM_PORT = -1
 
 #: The account of clients when no accounts are configured (and of users outside any account).
 GLOBAL_ACCOUNT = "$G"
-
-
-class ConfigError(ValueError):
-    """A config file nats-server would reject, or a setting minijs does not implement.
-
-    ``str()`` reads ``path:line:col: message``, the way nats-server reports config errors.
-    """
-
-    def __init__(self, message: str, path: str | None = None, line: int | None = None,
-                 col: int | None = None) -> None:
-        self.message = message
-        self.path = path
-        self.line = line
-        self.col = col
-        where = ""
-        if path is not None or line is not None:
-            where = f"{path or '<config>'}:{line or 0}:{col or 0}: "
-        super().__init__(where + message)
 
 
 #: The types (and defaults) of the ``authorization`` and ``accounts`` blocks live in
@@ -181,7 +165,7 @@ class ServerConfig:
     imports: tuple[Import, ...] = ()
     mappings: tuple[Mapping, ...] = ()
     no_auth_user: str | None = None  # the user a client without credentials becomes
-    #: Operator mode (minijs.auth.operator): the trusted operators' JWTs, the account
+    #: Operator mode (minijs.operatormode): the trusted operators' JWTs, the account
     #: resolver (``MEMORY``) and its preloaded account JWTs as (public key, JWT).
     operator: tuple[str, ...] = ()
     resolver: str = ""

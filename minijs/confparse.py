@@ -1,22 +1,15 @@
 """nats-server configuration files: the subset people write for tests, mapped to ServerConfig.
 
-The syntax follows nats-server's ``conf`` package: ``key: value``, ``key = value`` or
-``key value``; ``#`` and ``//`` comments; quoted (``"..."`` with escapes, ``'...'`` raw) and
-bare strings; integers with size suffixes (``1k`` = 1000, ``1kb``/``1ki``/``1kib`` = 1024, and so
-on up to ``e``), floats, booleans (``true/false/yes/no/on/off``), ``{ }`` maps, ``[ ]`` arrays,
-``( )`` block strings and ``$VAR`` references (an earlier key in scope, else the environment).
-
-Every key is checked: a key minijs does not know, or knows but does not implement, is a
-:class:`ConfigError` naming the file, line, column and key, because a silently ignored setting
-makes a test pass for the wrong reason.
+The file is read by :mod:`minijs.confsyntax` (nats-server's ``conf`` syntax); this module maps
+its keys onto :class:`~minijs.config.ServerConfig`. Every key is checked: a key minijs does not
+know, or knows but does not implement, is a :class:`ConfigError` naming the file, line, column
+and key, because a silently ignored setting makes a test pass for the wrong reason.
 """
 from __future__ import annotations
 
-import bisect
 import hashlib
 import os
 import re
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from minijs.authconfig import (
@@ -33,376 +26,25 @@ from minijs.config import (
     GLOBAL_ACCOUNT,
     RANDOM_PORT,
     AccountLimits,
-    ConfigError,
     JetStreamLimitOpts,
     ServerConfig,
 )
 from minijs.core.imports import check_imports
 from minijs.core.transform import validate_mapping
-from minijs.protocol.gotime import parse_duration as go_parse_duration
+from minijs.confsyntax import (
+    ConfigError,
+    Entry,
+    MapNode,
+    Node,
+    go_type,
+    parse_duration,
+    parse_text,
+)
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
 
 
-# ----------------------------------------------------------------------------- syntax tree
-
-
-@dataclass
-class Node:
-    """A parsed value with where it came from (for error messages)."""
-
-    value: Any  # str, int, float, bool, list[Node], or dict[str, Entry] (a map)
-    line: int
-    col: int
-    kind: str  # "string", "int", "float", "bool", "array", "map"
-
-
-@dataclass
-class Entry:
-    """One ``key: value`` in a map; ``used`` marks a key consumed as a ``$variable``."""
-
-    key: str
-    line: int
-    col: int
-    node: Node
-    used: bool = False
-
-
-@dataclass
-class MapNode:
-    entries: dict[str, Entry] = field(default_factory=dict)  # insertion (file) order
-
-
-_SIZE_SUFFIXES = {
-    "k": 1000, "kb": 1 << 10, "ki": 1 << 10, "kib": 1 << 10,
-    "m": 1000 ** 2, "mb": 1 << 20, "mi": 1 << 20, "mib": 1 << 20,
-    "g": 1000 ** 3, "gb": 1 << 30, "gi": 1 << 30, "gib": 1 << 30,
-    "t": 1000 ** 4, "tb": 1 << 40, "ti": 1 << 40, "tib": 1 << 40,
-    "p": 1000 ** 5, "pb": 1 << 50, "pi": 1 << 50, "pib": 1 << 50,
-    "e": 1000 ** 6, "eb": 1 << 60, "ei": 1 << 60, "eib": 1 << 60,
-}
-_INT_RE = re.compile(r"-?[0-9]+([A-Za-z]{0,3})\Z")
-_FLOAT_RE = re.compile(r"-?[0-9]+\.[0-9]+\Z")
-_BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
-_BARE_END = set("\n\r;,]} \t")
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", '"': '"', "\\": "\\"}
-
-
-class _Parser:
-    """A recursive-descent reader of nats-server's config syntax."""
-
-    def __init__(self, text: str, path: str | None) -> None:
-        self.text = text
-        self.path = path
-        self.pos = 0
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.scopes: list[MapNode] = []
-
-    # -- positions and errors
-
-    def where(self, pos: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._line_starts, pos)
-        return line, pos - self._line_starts[line - 1] + 1
-
-    def error(self, message: str, pos: int | None = None) -> ConfigError:
-        line, col = self.where(self.pos if pos is None else pos)
-        return ConfigError(f"parse error: {message}", self.path, line, col)
-
-    def peek(self) -> str:
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    # -- skipping
-
-    def skip_blanks(self) -> None:
-        """Spaces and tabs only: a new line ends a value."""
-        text, pos = self.text, self.pos
-        while pos < len(text) and text[pos] in " \t":
-            pos += 1
-        self.pos = pos
-
-    def skip_comment(self) -> bool:
-        if self.text.startswith("#", self.pos) or self.text.startswith("//", self.pos):
-            end = self.text.find("\n", self.pos)
-            self.pos = len(self.text) if end < 0 else end
-            return True
-        return False
-
-    def skip_all(self) -> None:
-        """Whitespace, new lines and comments (between entries)."""
-        while True:
-            while self.pos < len(self.text) and self.text[self.pos].isspace():
-                self.pos += 1
-            if not self.skip_comment():
-                return
-
-    # -- structure
-
-    def parse_document(self) -> MapNode:
-        top = MapNode()
-        self.scopes.append(top)
-        self.skip_all()
-        if self.peek() == "{":  # nats-server tolerates a brace around the whole file
-            self.pos += 1
-        while True:
-            self.skip_all()
-            ch = self.peek()
-            if ch == "":
-                break
-            if ch == "}":
-                self.pos += 1
-                continue
-            self.parse_entry(top)
-            self.end_of_value("top-level value", "\n;,}")
-        self.scopes.pop()
-        return top
-
-    def end_of_value(self, what: str, terminators: str) -> str:
-        """After a value: blanks and a comment, then a terminator (or EOF); returns it."""
-        self.skip_blanks()
-        if self.skip_comment():
-            return "\n"
-        ch = self.peek()
-        if ch == "":
-            return ""
-        if ch in "\r\n":
-            self.pos += 1
-            return "\n"
-        if ch in terminators:
-            if ch not in "}]":
-                self.pos += 1
-            return ch
-        others = ", ".join(repr(t) for t in terminators if t != "\n")
-        raise self.error(f"expected {what} to end with a new line, a comment or one of "
-                         f"{others}, but got {ch!r}")
-
-    def parse_key(self) -> tuple[str, int]:
-        start = self.pos
-        ch = self.peek()
-        if ch in ('"', "'"):
-            end = self.text.find(ch, self.pos + 1)
-            if end < 0:
-                raise self.error("unterminated quoted key")
-            self.pos = end + 1
-            return self.text[start + 1:end], start
-        if ch in ":=":
-            raise self.error(f"unexpected key separator {ch!r}")
-        text, pos = self.text, self.pos
-        while pos < len(text) and not text[pos].isspace() and text[pos] not in ":=":
-            pos += 1
-        self.pos = pos
-        key = text[start:pos]
-        if not key:
-            raise self.error("expected a key")
-        return key, start
-
-    def parse_entry(self, target: MapNode) -> None:
-        key, kpos = self.parse_key()
-        line, col = self.where(kpos)
-        if key.lower() == "include" and self.peek() in " \t":
-            self.skip_blanks()
-            self.include(target, line, col)
-            return
-        # nats-server allows any whitespace (even new lines) between a key and its separator.
-        while self.peek() and self.peek().isspace():
-            self.pos += 1
-        if self.peek() in (":", "="):
-            self.pos += 1
-            self.skip_blanks()
-            if self.peek() in ("\n", "\r", ""):
-                raise self.error(f"expected a value for {key!r} but found a new line")
-        node = self.parse_value()
-        target.entries[key] = Entry(key, line, col, node)
-
-    def include(self, target: MapNode, line: int, col: int) -> None:
-        """``include ./file.conf``: the file's entries, read relative to this file, as if
-        written here (nats-server's lexer does the same)."""
-        node = self.parse_value()
-        if node.kind != "string" or not node.value:
-            raise ConfigError("include expects a file name", self.path, line, col)
-        base = os.path.dirname(self.path) if self.path else "."
-        inc_path = os.path.join(base, node.value)
-        try:
-            with open(inc_path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as exc:
-            reason = (exc.strerror or str(exc)).lower()
-            raise ConfigError(f"error parsing include file '{node.value}', open "
-                              f"{os.path.normpath(inc_path)}: {reason}", self.path, line,
-                              col) from None
-        sub = _Parser(text, inc_path)
-        sub.scopes = list(self.scopes)
-        while True:
-            sub.skip_all()
-            ch = sub.peek()
-            if ch == "":
-                break
-            sub.parse_entry(target)
-            sub.end_of_value("value", "\n;,")
-
-    def parse_value(self) -> Node:
-        start = self.pos
-        line, col = self.where(start)
-        ch = self.peek()
-        if ch == "{":
-            self.pos += 1
-            return Node(self.parse_map(), line, col, "map")
-        if ch == "[":
-            self.pos += 1
-            return Node(self.parse_array(), line, col, "array")
-        if ch == '"':
-            return Node(self.parse_dq_string(), line, col, "string")
-        if ch == "'":
-            end = self.text.find("'", start + 1)
-            if end < 0:
-                raise self.error("unterminated string")
-            self.pos = end + 1
-            return Node(self.text[start + 1:end], line, col, "string")
-        if ch == "(":
-            return Node(self.parse_block(), line, col, "string")
-        if ch in ("", "\n", "\r"):
-            raise self.error("expected a value but found a new line")
-        return self.parse_bare(line, col)
-
-    def parse_map(self) -> MapNode:
-        node = MapNode()
-        self.scopes.append(node)
-        while True:
-            self.skip_all()
-            ch = self.peek()
-            if ch == "":
-                raise self.error("unexpected end of file inside a map (missing '}')")
-            if ch == "}":
-                self.pos += 1
-                break
-            if ch == ",":
-                raise self.error("unexpected map value terminator ','")
-            self.parse_entry(node)
-            if self.end_of_value("map value", "\n;,}") == "":
-                raise self.error("unexpected end of file inside a map (missing '}')")
-        self.scopes.pop()
-        return node
-
-    def parse_array(self) -> list[Node]:
-        items: list[Node] = []
-        while True:
-            self.skip_all()
-            ch = self.peek()
-            if ch == "":
-                raise self.error("unexpected end of file inside an array (missing ']')")
-            if ch == "]":
-                self.pos += 1
-                return items
-            if ch == ",":
-                raise self.error("unexpected array value terminator ','")
-            items.append(self.parse_value())
-            if self.end_of_value("array value", "\n,]") == "":
-                raise self.error("unexpected end of file inside an array (missing ']')")
-
-    def parse_dq_string(self) -> str:
-        self.pos += 1
-        out: list[str] = []
-        text = self.text
-        while True:
-            if self.pos >= len(text):
-                raise self.error("unterminated string")
-            ch = text[self.pos]
-            if ch == '"':
-                self.pos += 1
-                return "".join(out)
-            if ch == "\\":
-                esc = text[self.pos + 1:self.pos + 2]
-                if esc == "x":
-                    digits = text[self.pos + 2:self.pos + 4]
-                    try:
-                        out.append(bytes.fromhex(digits).decode("latin-1"))
-                    except ValueError:
-                        raise self.error(f"expected two hexadecimal digits after '\\x', "
-                                         f"but got {digits!r}") from None
-                    self.pos += 4
-                    continue
-                if esc not in _ESCAPES:
-                    raise self.error(f"invalid escape character {esc!r}; only \\xXX, \\t, "
-                                     "\\n, \\r, \\\", \\\\ are allowed")
-                out.append(_ESCAPES[esc])
-                self.pos += 2
-                continue
-            out.append(ch)
-            self.pos += 1
-
-    def parse_block(self) -> str:
-        """``( ... )``: raw text up to a ``)`` alone on its own line."""
-        match = re.compile(r"\n\)[ \t]*(?=\n|\Z)").search(self.text, self.pos)
-        if match is None:
-            raise self.error("unterminated block string (needs ')' alone on a line)")
-        body = self.text[self.pos + 1:match.start()]
-        self.pos = match.end()
-        return body
-
-    def parse_bare(self, line: int, col: int) -> Node:
-        text, start = self.text, self.pos
-        pos = start
-        while pos < len(text) and text[pos] not in _BARE_END:
-            pos += 1
-        self.pos = pos
-        word = text[start:pos]
-        lower = word.lower()
-        if lower in _BOOLS:
-            return Node(_BOOLS[lower], line, col, "bool")
-        if word.startswith("$"):
-            return self.lookup_variable(word[1:], line, col)
-        if word[:1].isdigit() or (word[:1] == "-" and word[1:2].isdigit()):
-            match = _INT_RE.match(word)
-            if match:
-                suffix = match.group(1).lower()
-                digits = word[:len(word) - len(suffix)] if suffix else word
-                if not suffix:
-                    return Node(int(digits), line, col, "int")
-                if suffix in _SIZE_SUFFIXES:
-                    return Node(int(digits) * _SIZE_SUFFIXES[suffix], line, col, "int")
-            elif _FLOAT_RE.match(word):
-                return Node(float(word), line, col, "float")
-        return Node(word, line, col, "string")
-
-    def lookup_variable(self, name: str, line: int, col: int) -> Node:
-        for scope in reversed(self.scopes):
-            entry = scope.entries.get(name)
-            if entry is not None:
-                entry.used = True
-                return replace(entry.node, line=line, col=col)
-        if name in os.environ:
-            sub = _Parser(f"pk={os.environ[name]}", self.path)
-            try:
-                env_node = sub.parse_document().entries["pk"].node
-            except ConfigError:
-                env_node = Node(os.environ[name], line, col, "string")
-            return replace(env_node, line=line, col=col)
-        raise ConfigError(f"variable reference for {name!r} on line {line} can not be found",
-                          self.path, line, col)
-
-
-def parse_text(text: str, path: str | None = None) -> MapNode:
-    """Parse config text into a tree of :class:`MapNode`/:class:`Node` (keys keep their case)."""
-    return _Parser(text, path).parse_document()
-
-
-def to_python(node: Node | MapNode) -> Any:
-    """Plain Python values (dicts, lists, scalars) from a parsed tree."""
-    if isinstance(node, MapNode):
-        return {k: to_python(e.node) for k, e in node.entries.items()}
-    if node.kind == "map":
-        return to_python(node.value)
-    if node.kind == "array":
-        return [to_python(n) for n in node.value]
-    return node.value
-
-
 # ----------------------------------------------------------------------------- value checks
-
-
-def _go_type(node: Node) -> str:
-    """The Go type name nats-server's messages give a config value (``%T``)."""
-    return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
-            "map": "map[string]interface {}", "array": "[]interface {}"}[node.kind]
 
 
 def _check_mapping(src: str, dests: list[tuple[str, int, str]]) -> str | None:
@@ -452,6 +94,14 @@ class _Mapper:
 
     def fail(self, where: Entry | Node, message: str) -> ConfigError:
         return ConfigError(message, self.path, where.line, where.col)
+
+    @staticmethod
+    def check_tls_files(options: Any) -> None:
+        """Load a ``tls { }`` block's certificate, key and CA as the server will (the TLS
+        listener's floor, which the block's options module stands below)."""
+        from minijs.core.tls import check_files
+
+        check_files(options)
 
     def int_(self, e: Entry) -> int:
         n = e.node
@@ -596,7 +246,7 @@ class _Mapper:
             elif k in ("operator", "operators", "roots", "root", "root_operators",
                        "root_operator", "resolver", "account_resolver", "accounts_resolver",
                        "resolver_preload"):
-                from minijs.auth.config import operator_option
+                from minijs.confauth import operator_option
 
                 operator_option(self, k, e)
             elif k == "jetstream":
@@ -644,7 +294,7 @@ class _Mapper:
                                        "string is expected")
                 items.append(item.value)
         else:
-            raise self.fail(e, f"error parsing tags: unsupported type {_go_type(n)}")
+            raise self.fail(e, f"error parsing tags: unsupported type {go_type(n)}")
         tags: list[str] = []
         for text in items:
             tag = text.strip().lower()
@@ -780,7 +430,7 @@ class _Mapper:
     def account_exports(self, e: Entry, account: str) -> None:
         n = e.node
         if n.kind != "array":
-            raise self.fail(e, f"Exports should be an array, got {_go_type(n)}")
+            raise self.fail(e, f"Exports should be an array, got {go_type(n)}")
         exports = list(self.changes.get("exports", ()))
         for item in n.value:
             exports.append(self.export_item(item, account))
@@ -791,7 +441,7 @@ class _Mapper:
         response_threshold}``."""
         if item.kind != "map":
             raise self.fail(item, "Export Items should be a map with type entry, got "
-                                  f"{_go_type(item)}")
+                                  f"{go_type(item)}")
         subject = kind = None
         accounts: tuple[str, ...] | None = None
         rt: str | None = None
@@ -812,13 +462,13 @@ class _Mapper:
                 if k == "stream" and trace_entry is not None:
                     raise self.fail(trace_entry, "Detected allow_trace directive on non-service")
                 if v.kind != "string":
-                    raise self.fail(p, f"Expected {k} name to be string, got {_go_type(v)}")
+                    raise self.fail(p, f"Expected {k} name to be string, got {go_type(v)}")
                 kind, subject = k, v.value
             elif k in ("response", "response_type"):
                 if rt is not None:
                     raise self.fail(p, "Duplicate response type definition")
                 if v.kind != "string":
-                    raise self.fail(p, f"Expected response type to be string, got {_go_type(v)}")
+                    raise self.fail(p, f"Expected response type to be string, got {go_type(v)}")
                 rt = {"single": "Singleton", "singleton": "Singleton", "stream": "Stream",
                       "chunk": "Chunked", "chunked": "Chunked"}.get(v.value.lower())
                 if rt is None:
@@ -831,7 +481,7 @@ class _Mapper:
                     raise self.fail(p, "Duplicate response threshold detected")
                 if v.kind != "string":
                     raise self.fail(p, "Expected response threshold to be a parseable time "
-                                       f"duration, got {_go_type(v)}")
+                                       f"duration, got {go_type(v)}")
                 try:
                     threshold = parse_duration(v.value)
                 except ValueError:
@@ -871,7 +521,7 @@ class _Mapper:
     def account_imports(self, e: Entry, account: str) -> None:
         n = e.node
         if n.kind != "array":
-            raise self.fail(e, f"Imports should be an array, got {_go_type(n)}")
+            raise self.fail(e, f"Imports should be an array, got {go_type(n)}")
         imports = list(self.changes.get("imports", ()))
         services: dict[str, list[Import]] = {}
         for item in n.value:
@@ -893,7 +543,7 @@ class _Mapper:
         """``parseImportStreamOrService``: ``{stream|service: {account, subject}, prefix|to}``."""
         if item.kind != "map":
             raise self.fail(item, "Import Items should be a map with type entry, got "
-                                  f"{_go_type(item)}")
+                                  f"{go_type(item)}")
         kind = source = subject = None
         prefix = to = ""
         share = allow_trace = False
@@ -906,7 +556,7 @@ class _Mapper:
                     raise self.fail(p, f"Detected {k} but already saw a {kind}")
                 if v.kind != "map":
                     raise self.fail(p, f"{k.capitalize()} entry should be an account map, got "
-                                       f"{_go_type(v)}")
+                                       f"{go_type(v)}")
                 source = subject = ""
                 for a in v.value.entries.values():
                     ak = a.key.lower()
@@ -960,7 +610,7 @@ class _Mapper:
             elif v.kind in ("map", "array"):
                 dests = [self.map_dest(d) for d in (v.value if v.kind == "array" else [v])]
             else:
-                raise self.fail(p, f"Unknown type {_go_type(v)} for mapping destination")
+                raise self.fail(p, f"Unknown type {go_type(v)} for mapping destination")
             err = _check_mapping(src, dests)
             if err:
                 if v.kind == "string":
@@ -1104,7 +754,7 @@ class _Mapper:
                 elif k == "nkey":
                     nkey = self.name_(sub)
                 elif k in ("allowed_connection_types", "connection_types", "clients"):
-                    from minijs.auth.config import connection_types
+                    from minijs.confauth import connection_types
 
                     conn_types = connection_types(self, sub)
                 elif sub.used:
@@ -1115,7 +765,7 @@ class _Mapper:
                 else:
                     raise self.fail(sub, f'unknown field "{sub.key}"')
             if nkey is not None:
-                from minijs.auth.config import check_nkey_user
+                from minijs.confauth import check_nkey_user
 
                 check_nkey_user(self, last or e.node, nkey, name, password)
                 if any(u.user == nkey for u in users):
@@ -1233,7 +883,7 @@ class _Mapper:
         """Cross-checks nats-server makes once the whole file is read."""
         c = self.changes
         if c.get("operator") or c.get("resolver") or c.get("resolver_preload"):
-            from minijs.auth.config import check_operator_mode
+            from minijs.confauth import check_operator_mode
 
             check_operator_mode(self)
             return
@@ -1453,13 +1103,6 @@ def _http_port(port: int) -> int | None:
     if port == 0:
         return None
     return RANDOM_PORT if port < 0 else port
-
-
-def parse_duration(text: str) -> float:
-    """Go's ``time.ParseDuration`` ("1h30m", "500ms", "1.5s"), in seconds, with its error texts
-    (``time: invalid duration "x"``, ``time: missing unit in duration "1"``,
-    ``time: unknown unit "x" in duration "1x"``) and its int64 nanosecond range."""
-    return go_parse_duration(text) / 1_000_000_000
 
 
 #: An account's ``jetstream { }`` keys (nats-server's parseJetStreamForAccount) to AccountLimits.

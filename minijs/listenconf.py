@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from minijs.config import ConfigError
-from minijs.tlsconfig import go_type, parse_tls_block
+from minijs.confsyntax import ConfigError, go_type
+from minijs.tlsconfig import parse_tls_block
 from minijs.wsconfig import check_websocket, parse_websocket_block
 
 

@@ -71,7 +71,7 @@ def reload(server: Any, new: Any) -> list[str]:
     :class:`ReloadError` with nothing changed."""
     old = server.config
     if new.operator:
-        from minijs.auth.operator import expand
+        from minijs.operatormode import expand
 
         new = expand(new, None)
     # A port of 0 or -1 (any free port) means the one bound, as nats-server keeps it.

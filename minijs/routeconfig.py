@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from minijs.config import ConfigError
 
 #: nats-server's defaults (``DEFAULT_ROUTE_POOL_SIZE``, the cluster's auth and TLS timeouts).
 DEFAULT_POOL_SIZE = 3
@@ -297,9 +296,7 @@ def _compression(mapper: Any, e: Any) -> None:
 
 
 def check_options(options: RouteOptions) -> None:
-    """What the server checks before it listens: raises ConfigError naming the fix."""
+    """What the server checks before it listens: raises :class:`RouteOptionError` naming the
+    fix."""
     if options.advertise:
-        try:
-            parse_advertise(options.advertise, options.port)
-        except RouteOptionError as exc:
-            raise ConfigError(str(exc)) from None
+        parse_advertise(options.advertise, options.port)

@@ -47,11 +47,13 @@ class StartupError(RuntimeError):
 
 def _plaintext_passwords(config: ServerConfig) -> bool:
     """Does any configured password not look like a bcrypt hash (nats-server warns then)?"""
-    from minijs.core.connection import is_bcrypt
-
     passwords = [u.password for u in config.users if not u.nkey]
     if config.password:
         passwords.append(config.password)
+    if not passwords:
+        return False
+    from minijs.auth.passwords import is_bcrypt  # (a server without passwords never loads it)
+
     return any(not is_bcrypt(p) for p in passwords)
 
 
@@ -119,8 +121,12 @@ class Server(Router):
             from minijs.loopclock import loop_clock_for
 
             clock, self._loop_clock = loop_clock_for(clock)
+        operator_mode = None
+        if (overrides.get("operator") if "operator" in overrides
+                else config is not None and config.operator):
+            from minijs.operatormode import OPERATOR_MODE as operator_mode
         super().__init__(config, clock=make_clock(clock), logger=logger,
-                         randomness=randomness, **overrides)
+                         randomness=randomness, operator_mode=operator_mode, **overrides)
         draw_ties = getattr(self.clock, "draw_ties_from", None)
         if draw_ties is not None:
             draw_ties(randomness.child("timers"))

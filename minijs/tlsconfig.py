@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from minijs.confsyntax import go_type, parse_duration
+
 #: nats-server's TLS_TIMEOUT: how long a client has for its TLS handshake (seconds).
 DEFAULT_TLS_TIMEOUT = 2.0
 #: nats-server's DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_DELAY (``handshake_first: auto``).
@@ -94,9 +96,9 @@ class TlsConfigError(ValueError):
 
 def parse_tls_block(mapper: Any, e: Any) -> TlsOptions:
     """Read ``tls { }`` (a config entry of :mod:`minijs.confparse`) as nats-server's parseTLS
-    does; errors are raised through ``mapper.fail`` at the offending key, in its words."""
-    from minijs.confparse import parse_duration
-
+    does; errors are raised through ``mapper.fail`` at the offending key, in its words. The
+    certificate, key and CA are loaded as the server will, at config time (nats-server's
+    GenTLSConfig), by ``mapper.check_tls_files``."""
     node = e.node
     if node.kind != "map":
         raise mapper.fail(node, f"error parsing tls config: unsupported type {go_type(node)}")
@@ -207,7 +209,7 @@ def parse_tls_block(mapper: Any, e: Any) -> TlsOptions:
                              + ", ".join(insecure_ciphers))
     options = TlsOptions(**fields)
     try:
-        check_files(options)
+        mapper.check_tls_files(options)
     except TlsConfigError as exc:
         raise mapper.fail(e, str(exc)) from None
     return replace(options, fingerprint=files_fingerprint(options))
@@ -227,14 +229,6 @@ def files_fingerprint(options: TlsOptions) -> str:
                 pass
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def check_files(options: TlsOptions) -> None:
-    """Load the block's certificate, key and CA as the server will (nats-server's
-    GenTLSConfig, at config time): :class:`TlsConfigError` with its message otherwise."""
-    from minijs.core.tls import server_context
-
-    server_context(options)
 
 
 def _handshake_first(mapper: Any, sub: Any, parse_duration: Any) -> tuple[bool, float]:
@@ -266,10 +260,3 @@ def _string_list(mapper: Any, sub: Any) -> list[tuple[Any, str]]:
             raise mapper.fail(item, f"error parsing tls config, '{sub.key}' expects strings")
         out.append((item, item.value))
     return out
-
-
-def go_type(node: Any) -> str:
-    """How Go names the type of a config value (in nats-server's type errors)."""
-    return {"string": "string", "int": "int64", "float": "float64", "bool": "bool",
-            "array": "[]interface {}", "map": "map[string]interface {}"}.get(node.kind,
-                                                                           node.kind)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from minijs.tlsconfig import TlsOptions, go_type, parse_tls_block
+from minijs.confsyntax import go_type, parse_duration
+from minijs.tlsconfig import TlsOptions, parse_tls_block
 
 #: Response headers a ``headers { }`` block may not set (nats-server's list).
 _RESERVED_HEADERS = ("host", "content-length", "connection", "upgrade", "nats-no-masking")
@@ -51,8 +52,6 @@ class WebsocketOptions:
 
 def parse_websocket_block(mapper: Any, e: Any) -> WebsocketOptions:
     """Read ``websocket { }`` as nats-server's parseWebsocket does."""
-    from minijs.confparse import parse_duration
-
     node = e.node
     if node.kind != "map":
         raise mapper.fail(e, f"Expected websocket to be a map, got {go_type(node)}")

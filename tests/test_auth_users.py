@@ -9,7 +9,7 @@ import pytest
 from minijs import Server
 from minijs.authconfig import Permissions, ResponsePermission, User
 from minijs.confparse import ConfigError, load_config, parse_config
-from minijs.core.connection import check_password
+from minijs.auth.passwords import check_password
 from minijs.core.permissions import ClientPermissions
 
 

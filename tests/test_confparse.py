@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from minijs.config import DEFAULT_PORT, RANDOM_PORT, ServerConfig
-from minijs.confparse import (
-    ConfigError, load_config, parse_config, parse_duration, parse_text, to_python,
-)
+from minijs.confparse import load_config, parse_config
+from minijs.confsyntax import ConfigError, parse_duration, parse_text, to_python
 
 
 def values(text: str) -> dict:

@@ -18,7 +18,6 @@ once, at that moment, before its subscriptions go and before the last output is 
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any, Protocol
 
 from minijs.clock import REAL_CLOCK
@@ -550,7 +549,7 @@ class Connection(asyncio.Protocol):
         if opts.get("account") or opts.get("new_account"):
             return False
         server = self.server
-        if server.operator is not None:  # operator mode: a user JWT (minijs.auth.operator)
+        if server.operator is not None:  # operator mode: a user JWT (minijs.operatormode)
             return server.operator.authenticate(self, opts)
         if server.nkey_users:  # nkey users (minijs.auth.users); None: not an nkey client
             from minijs.auth.users import authenticate_nkey
@@ -572,6 +571,8 @@ class Connection(asyncio.Protocol):
                 return True
             return False
         if config.users:
+            from minijs.auth.passwords import check_password
+
             name = opts.get("user") or ""
             password = opts.get("pass") or ""
             if (config.no_auth_user and not name and not password
@@ -889,30 +890,6 @@ class Connection(asyncio.Protocol):
         head, _, rest = data.partition(b"\r\n")
         self.trace(f"->> [{head.decode(errors='replace')}]")
         self.trace(f"->> MSG_PAYLOAD: [{_quote(rest[:-2])}]")
-
-
-def check_password(stored: str, given: str) -> bool:
-    """nats-server's comparePasswords: a bcrypt hash (``$2a$``, ``$2b$``, ...) or plain text."""
-    if is_bcrypt(stored):
-        try:
-            import bcrypt
-        except ImportError:  # pragma: no cover - bcrypt is a dependency
-            return False
-        try:
-            return bcrypt.checkpw(given.encode(), stored.encode())
-        except ValueError:
-            return False
-    import hmac  # only servers with passwords or tokens need it
-
-    return hmac.compare_digest(stored.encode(), given.encode())
-
-
-_BCRYPT_RE = re.compile(r"\$2[abxy]\$\d{2}\$")
-
-
-def is_bcrypt(password: str) -> bool:
-    """nats-server's isBcrypt: ``$2a$``/``$2b$``/``$2x$``/``$2y$`` and a two-digit cost."""
-    return _BCRYPT_RE.match(password) is not None
 
 
 def _quote(body: bytes) -> str:

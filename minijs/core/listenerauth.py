@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minijs.core.connection import check_password
+from minijs.auth.passwords import check_password
 
 
 def authenticate(conn: Any, opts: dict[str, Any]) -> bool:

@@ -29,16 +29,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minijs.clock import REAL_CLOCK
 from minijs.protocol import routeproto as rp
 
 if TYPE_CHECKING:
-    from minijs.core.route_transport import PeerLink, RouteTransport
-    from minijs.routeconfig import RouteURL
+    from minijs.core.router import Router
+    from minijs.log import Logger
+    from minijs.randomness import RandomSource
+    from minijs.routeconfig import RouteOptions, RouteURL
 
 #: What a server that is not minijs is told, and what minijs logs, when it tries to join a
 #: minijs route (or minijs tries to join its): the cause and the fix.
@@ -65,10 +66,65 @@ ERR_AUTH_TIMEOUT = "Authentication Timeout"
 ERR_CLIENT_ON_ROUTE_PORT = "attempted to connect to route port"
 
 
+class RouteOwner(Protocol):
+    """What a route connection uses of the transport that owns it (the handshake's checks and
+    what happens past it): :class:`~minijs.core.route_transport.RouteTransport`."""
+
+    router: "Router"
+    log: "Logger"
+    options: "RouteOptions"
+    cluster_name: str
+    #: The routes' share of the server's seeded random source.
+    rng: "RandomSource"
+
+    def route_info(self, *, account: str | None = None, pool_idx: int = 0,
+                   solicited: bool = False) -> dict[str, Any]:
+        """The route INFO this server sends."""
+
+    def connect_fields(self, url: "RouteURL | None") -> dict[str, Any]:
+        """The route CONNECT's fields (credentials of ``url``, if any)."""
+
+    def route_authorized(self, fields: dict[str, Any]) -> bool:
+        """Does a route CONNECT with ``fields`` pass the cluster's authorization?"""
+
+    def accept_cluster_name(self, name: str, dynamic: bool, remote_id: str) -> bool:
+        """May a peer of cluster ``name`` join (a dynamic name may be adopted)?"""
+
+    def refused_before(self, key: str) -> bool:
+        """Was the peer ``key`` refused before (its refusal is logged once)?"""
+
+    def refuse(self, conn: "RouteConnection", key: str) -> None:
+        """Refuse the peer of ``conn`` (not a minijs server)."""
+
+    def route_to_self(self, conn: "RouteConnection") -> None:
+        """``conn`` reached this server itself."""
+
+    def connection_made(self, conn: "RouteConnection") -> None:
+        """``conn`` is open (before its handshake)."""
+
+    def register(self, conn: "RouteConnection", info: dict[str, Any]) -> None:
+        """The handshake of ``conn`` is done: its peer's INFO is ``info``."""
+
+    def gossip_received(self, conn: "RouteConnection", info: dict[str, Any]) -> None:
+        """An INFO telling of other servers of the cluster."""
+
+    def info_update(self, conn: "RouteConnection", info: dict[str, Any]) -> None:
+        """An INFO updating the peer's fields."""
+
+    def inbound(self, conn: "RouteConnection", op: tuple) -> None:
+        """A message, subscription or unsubscription from the peer."""
+
+    def open_next(self, conn: "RouteConnection") -> None:
+        """Dial the next connection of the pool (after ``conn``'s first PONG)."""
+
+    def connection_closed(self, conn: "RouteConnection") -> None:
+        """``conn`` closed (called once)."""
+
+
 class RouteConnection(asyncio.Protocol):
     """One route connection (see the module docstring)."""
 
-    def __init__(self, owner: "RouteTransport", url: "RouteURL | None" = None, *,
+    def __init__(self, owner: RouteOwner, url: "RouteURL | None" = None, *,
                  account: str | None = None, attempt: Any = None, implicit: bool = False
                  ) -> None:
         self.owner = owner
@@ -95,7 +151,7 @@ class RouteConnection(asyncio.Protocol):
         self.remote_name = ""
         self.remote_info: dict[str, Any] = {}
         #: The remote's pool this connection is part of, once registered, and its place.
-        self.link: PeerLink | None = None
+        self.link: Any = None
         self.pool_idx = -1
         self.closed = False
         self.close_reason: str | None = None
@@ -168,8 +224,8 @@ class RouteConnection(asyncio.Protocol):
                 self._auth_timer = REAL_CLOCK.call_later(owner.options.auth_timeout,
                                                          self._auth_expired)
         delay = min(self._ping_interval(), FIRST_PING)
-        self._ping_timer = REAL_CLOCK.call_later(delay + delay * 0.2 * random.random(),
-                                                 self._ping_tick)
+        jitter = delay * 0.2 * self.owner.rng.random()
+        self._ping_timer = REAL_CLOCK.call_later(delay + jitter, self._ping_tick)
         self.flush()
 
     def data_received(self, data: bytes) -> None:

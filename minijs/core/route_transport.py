@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
-import random
 import socket
 import string
 from typing import Any, Callable
@@ -71,7 +70,6 @@ REPLICAS_HINT = ("minijs processes joined by routes do not replicate JetStream: 
 _NUID_ALPHABET = string.ascii_letters + string.digits
 #: Names and nonces are not secrets (nats-server's nuid is not either), but they should not
 #: repeat across processes started together: the system's source, not the seeded one.
-_RANDOM = random.SystemRandom()
 
 
 def _fnv32a(text: str) -> int:
@@ -169,6 +167,8 @@ class RouteTransport:
         config = router.config
         self.router = router
         self.log = router.log
+        #: Names, nonces and the jitter of reconnects and pings (the server's seeded source).
+        self.rng = router.randomness.child("routes")
         options: RouteOptions = config.route_options
         self.options = options
         self.notify_clients = notify_clients
@@ -176,7 +176,7 @@ class RouteTransport:
         #: nats-server's dynamic names are).
         self.dynamic = not config.cluster_name
         self.cluster_name = config.cluster_name or "".join(
-            _RANDOM.choice(_NUID_ALPHABET) for _ in range(22))
+            self.rng.choice(_NUID_ALPHABET) for _ in range(22))
         self.pool_size = options.pool_size if options.pool_size > 0 else 0
         system = config.system_account or DEFAULT_SYSTEM_ACCOUNT
         pinned = [system] + [a for a in options.pinned_accounts if a != system]
@@ -320,7 +320,7 @@ class RouteTransport:
             out["jetstream"] = True
         if ip:
             out["ip"] = ip
-        out["nonce"] = "".join(_RANDOM.choice(_NUID_ALPHABET + "-_") for _ in range(15))
+        out["nonce"] = self.rng.text(_NUID_ALPHABET + "-_", 15)
         out["cluster"] = self.cluster_name
         if self.dynamic:
             out["cluster_dynamic"] = True
@@ -356,7 +356,7 @@ class RouteTransport:
         options = self.options
         if not options.user:
             return True
-        from minijs.core.connection import check_password
+        from minijs.auth.passwords import check_password
 
         return (fields.get("user") == options.user
                 and check_password(options.password, str(fields.get("pass") or "")))
@@ -730,7 +730,7 @@ class RouteTransport:
                     if not self.running:
                         return
                     first, attempts, delay = False, 0, ROUTE_CONNECT
-                    await asyncio.sleep(random.random() * 0.1
+                    await asyncio.sleep(self.rng.random() * 0.1
                                         + (ROUTE_RECONNECT if explicit else 0.0))
                     continue
                 if self._is_self(url):
@@ -768,7 +768,7 @@ class RouteTransport:
                     attempts += 1
                     if not explicit and attempts > self.options.connect_retries:
                         return
-                    await asyncio.sleep(random.random() * 0.1
+                    await asyncio.sleep(self.rng.random() * 0.1
                                         + (ROUTE_RECONNECT if explicit else ROUTE_CONNECT))
                     continue
                 if not explicit:
@@ -777,7 +777,7 @@ class RouteTransport:
                 if outcome == "refused":  # not minijs there: come back less often
                     refusals += 1
                     wait = min(ROUTE_RECONNECT * 2 ** refusals, ROUTE_CONNECT_MAX)
-                await asyncio.sleep(wait + random.random() * 0.1)
+                await asyncio.sleep(wait + self.rng.random() * 0.1)
         finally:
             if not explicit and known:
                 self._implicit.pop(known, None)

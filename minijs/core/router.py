@@ -69,6 +69,38 @@ class TurnCommit(Protocol):
         """Commit them (which queues the pub acks and deliveries that waited for them)."""
 
 
+class OperatorAccounts(Protocol):
+    """Operator mode's accounts and users (accounts from JWTs), as the router and its
+    connections use them."""
+
+    def authenticate(self, conn: Any, opts: dict[str, Any]) -> bool:
+        """Does the CONNECT ``opts`` prove a user of an account the operator signed?"""
+
+    def forget(self, conn: Any) -> None:
+        """``conn`` closed: it no longer counts against its account."""
+
+    def log_startup(self, log: Logger) -> None:
+        """The start-up lines nats-server logs in operator mode."""
+
+    def start(self) -> None:
+        """Listen for account claim updates (once the server's system account runs)."""
+
+    def stop(self) -> None:
+        """Stop listening."""
+
+
+class OperatorMode(Protocol):
+    """How a router is given operator mode, by the floor that reads JWTs
+    (:mod:`minijs.operatormode`)."""
+
+    def expand(self, config: ServerConfig, log: Logger | None, now: float) -> ServerConfig:
+        """The configuration with the operator's accounts (from their JWTs, checked at
+        ``now``) filled in."""
+
+    def start(self, router: "Router") -> OperatorAccounts:
+        """The accounts and users of ``router``'s operator."""
+
+
 class Router(InternalSubscriptions):
     """The routing floor of a server: its connections, subscriptions and the publish path.
 
@@ -78,16 +110,16 @@ class Router(InternalSubscriptions):
 
     def __init__(self, config: ServerConfig | None = None, *, clock: Clock | None = None,
                  logger: Logger | None = None, randomness: RandomSource | None = None,
-                 **overrides: Any) -> None:
+                 operator_mode: "OperatorMode | None" = None, **overrides: Any) -> None:
         config = config or ServerConfig()
         if overrides:
             config = config.with_overrides(**overrides)
-        if config.operator:  # operator mode: its accounts come from JWTs (minijs.auth)
-            from minijs.auth.operator import expand
-
-            config = expand(config, logger)
-        self.config = config
         self.clock: Clock = clock or WallClock()
+        if config.operator:  # operator mode: its accounts come from JWTs
+            if operator_mode is None:
+                raise ValueError("an operator is configured: the router needs its operator mode")
+            config = operator_mode.expand(config, logger, self.clock.time())
+        self.config = config
         self.log: Logger = logger or NULL_LOGGER
         #: Every random choice of this server and of the floors it hosts is drawn from here
         #: (each user takes a named child stream: see :mod:`minijs.randomness`).
@@ -114,12 +146,10 @@ class Router(InternalSubscriptions):
         self.nkey_users = {u.user: u for u in config.users if u.nkey}
         #: Does INFO carry a nonce (nkey users or operator mode configured)?
         self.auth_nonce = bool(self.nkey_users)
-        #: Operator mode (minijs.auth.operator.Operator) when an ``operator`` is configured.
-        self.operator: Any = None
-        if config.operator:
-            from minijs.auth.operator import Operator
-
-            self.operator = Operator(self)
+        #: Operator mode's accounts and users when an ``operator`` is configured.
+        self.operator: OperatorAccounts | None = None
+        if config.operator and operator_mode is not None:
+            self.operator = operator_mode.start(self)
             self.auth_nonce = True
         #: Accounts' ``limits { }`` (connections, subscriptions, payload), by account.
         self.account_conn_limits: dict[str, Any] = dict(config.account_limits)

@@ -742,3 +742,9 @@ def info_flags(config: Any, conn: Any) -> dict[str, bool]:
     if config.allow_non_tls:
         out["tls_available"] = True
     return out
+
+
+def check_files(options: TlsOptions) -> None:
+    """Load the block's certificate, key and CA as the server will (nats-server's
+    GenTLSConfig, at config time): :class:`TlsConfigError` with its message otherwise."""
+    server_context(options)

@@ -28,14 +28,13 @@ replaces it; live clients of that account are checked against its revocations
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import replace
 from typing import Any
 
 from minijs.auth import jwt as jwtlib
 from minijs.auth import nkeys
-from minijs.config import ConfigError
+from minijs.confsyntax import ConfigError
 
 #: What an inline operator JWT starts with (a header ``{"typ":"JWT"...``, base64url).
 _JWT_PREFIX = "eyJ"
@@ -79,10 +78,11 @@ def _undecorate(contents: str) -> str:
     return contents.strip()
 
 
-def expand(config: Any, log: Any = None) -> Any:
+def expand(config: Any, log: Any = None, now: float | None = None) -> Any:
     """``config`` with the accounts of its operator mode filled in: each preloaded account
     JWT a trusted operator key signed becomes an account (named by its public key) with its
-    limits, JetStream limits, exports, imports and mappings; others are left out (logged)."""
+    limits, JetStream limits, exports, imports and mappings; others are left out (logged, as
+    is an account whose JWT has expired at ``now``, the server's clock in seconds)."""
     from minijs.authconfig import AccountConnLimits
     from minijs.config import AccountLimits
 
@@ -103,7 +103,8 @@ def expand(config: Any, log: Any = None) -> Any:
     exports: list[Any] = []
     imports: list[Any] = []
     mappings: list[Any] = []
-    now = time.time()
+    if now is None:
+        now = time.time()  # (a reload's check, outside any server)
     for key, token in config.resolver_preload:
         try:
             claims = jwtlib.decode(token, "account")
@@ -371,7 +372,7 @@ class Operator:
             return fail("Account does not allow bearer tokens")
         types = [str(t).upper() for t in nats.get("allowed_connection_types") or ()]
         if types:
-            from minijs.auth.config import CONNECTION_TYPES
+            from minijs.authconfig import CONNECTION_TYPES
 
             known = [t for t in types if t in CONNECTION_TYPES]
             if len(known) != len(types):
@@ -549,3 +550,19 @@ def _go_local_time(datetime: Any, seconds: int) -> str:
     """Go's ``time.Unix(s, 0).String()`` in local time: ``2006-01-02 15:04:05 -0700 MST``."""
     moment = datetime.fromtimestamp(seconds).astimezone()
     return moment.strftime("%Y-%m-%d %H:%M:%S %z ") + (moment.tzname() or "")
+
+
+class OperatorModeOf:
+    """Operator mode as a router is given it (``minijs.core.router.OperatorMode``)."""
+
+    @staticmethod
+    def expand(config: Any, log: Any, now: float) -> Any:
+        return expand(config, log, now)
+
+    @staticmethod
+    def start(router: Any) -> Operator:
+        return Operator(router)
+
+
+#: What the server hands its router when an ``operator`` is configured.
+OPERATOR_MODE = OperatorModeOf()

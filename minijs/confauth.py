@@ -7,18 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from minijs.auth import nkeys
-from minijs.config import ConfigError
+from minijs.authconfig import CONNECTION_TYPES
+from minijs.confsyntax import ConfigError, go_type
 
 
 def fail_at_key(mapper: Any, e: Any, message: str) -> ConfigError:
     """An error placed where nats-server places errors of a map entry: at its key, counting
     columns from 0."""
     return ConfigError(message, mapper.path, e.line, max(e.col - 1, 0))
-
-#: The connection types nats-server knows (``allowed_connection_types``).
-CONNECTION_TYPES = ("STANDARD", "WEBSOCKET", "LEAFNODE", "LEAFNODE_WS", "MQTT", "MQTT_WS",
-                    "IN_PROCESS")
-
 
 def connection_types(mapper: Any, e: Any) -> tuple[str, ...]:
     """``allowed_connection_types``: a string or strings, upper-cased; an unknown one is
@@ -34,10 +30,8 @@ def connection_types(mapper: Any, e: Any) -> tuple[str, ...]:
                                         "type in array")
             items.append(item.value)
     else:
-        from minijs.confparse import _go_type
-
         raise fail_at_key(mapper, e, "error parsing allowed connection types: unsupported "
-                                     f"type {_go_type(n)}")
+                                     f"type {go_type(n)}")
     bad = [t for t in items if t.upper() not in CONNECTION_TYPES]
     if bad:
         shown = " ".join(f'"{t}"' for t in bad)
@@ -65,7 +59,7 @@ def operator_option(mapper: Any, key: str, e: Any) -> None:
     """``operator`` (a JWT or a file, or a list of them), ``resolver`` (``MEMORY``) and
     ``resolver_preload`` (``{ACCOUNT_KEY: JWT}``), as nats-server reads them."""
     from minijs.auth import jwt as jwtlib
-    from minijs.auth.operator import read_operator
+    from minijs.operatormode import read_operator
 
     c = mapper.changes
     n = e.node
@@ -107,9 +101,7 @@ def operator_option(mapper: Any, key: str, e: Any) -> None:
                                      "where string is expected")
             names.append(item.value)
     else:
-        from minijs.confparse import _go_type
-
-        raise mapper.fail(e, f"error parsing operators: unsupported type {_go_type(n)}")
+        raise mapper.fail(e, f"error parsing operators: unsupported type {go_type(n)}")
     tokens = []
     for name in names:
         try:
