@@ -81,6 +81,43 @@ def _describe(node: Node) -> str:
     return f"{node.kind} {node.value!r}"
 
 
+#: Top-level keys that only map onto a ServerConfig field, the value read and coerced by the
+#: named reader (nats-server's key and its aliases); the field None: accepted and checked, no
+#: effect. The keys with rules of their own are :meth:`_Mapper.top`'s code.
+_MAPPED_KEYS: dict[str, tuple[str | None, str]] = {
+    "host": ("host", "str_"), "net": ("host", "str_"),
+    "max_payload": ("max_payload", "int_"), "max_control_line": ("max_control_line", "int_"),
+    "max_pending": ("max_pending", "int_"),
+    "max_connections": ("max_connections", "int_"), "max_conn": ("max_connections", "int_"),
+    "max_subscriptions": ("max_subscriptions", "int_"),
+    "max_subs": ("max_subscriptions", "int_"),
+    "ping_max": ("ping_max", "int_"),
+    "ping_interval": ("ping_interval", "duration"),
+    "write_deadline": ("write_deadline", "duration"),
+    "debug": ("debug", "bool_"), "trace": ("trace", "bool_"), "trace_verbose": ("trace", "bool_"),
+    # log lines always carry a local timestamp: accepted, no effect
+    "logtime": (None, "bool_"), "logtime_utc": (None, "bool_"),
+    "logfile": ("log_file", "str_"), "log_file": ("log_file", "str_"),
+    "pidfile": ("pid_file", "str_"), "pid_file": ("pid_file", "str_"),
+    "ports_file_dir": ("ports_file_dir", "str_"),
+}
+
+#: The same for the keys of the ``jetstream { }`` block (:meth:`_Mapper.jetstream_option`).
+_MAPPED_JETSTREAM_KEYS: dict[str, tuple[str | None, str]] = {
+    "max_memory_store": ("max_memory_store", "storage_size"),
+    "max_mem_store": ("max_memory_store", "storage_size"),
+    "max_mem": ("max_memory_store", "storage_size"),
+    "max_file_store": ("max_file_store", "storage_size"),
+    "max_file": ("max_file_store", "storage_size"),
+    "strict": ("js_strict", "bool_"),
+    "extension_hint": ("js_extension_hint", "str_"),
+    "max_outstanding_catchup": ("js_max_outstanding_catchup", "storage_size"),
+    "max_buffered_size": ("js_max_buffered_size", "storage_size"),
+    # the clustered meta layer's: accepted, nothing to compact
+    "meta_compact_sync": (None, "bool_"),
+}
+
+
 class _Mapper:
     """Turns a parsed file into ServerConfig changes, checking every key and type."""
 
@@ -186,13 +223,17 @@ class _Mapper:
         c = self.changes
         for e in root.entries.values():
             k = e.key.lower()
-            if k == "listen":
+            mapped = _MAPPED_KEYS.get(k)
+            if mapped is not None:
+                name, read = mapped
+                value = getattr(self, read)(e)
+                if name:
+                    c[name] = value
+            elif k == "listen":
                 host, port = self.host_port(e)
                 if host:
                     c["host"] = host
                 c["port"] = _client_port(self.port_range(e, port))
-            elif k in ("host", "net"):
-                c["host"] = self.str_(e)
             elif k == "port":
                 c["port"] = _client_port(self.port_range(e, self.int_(e)))
             elif k == "server_name":
@@ -207,16 +248,6 @@ class _Mapper:
                 c["http_port"] = _http_port(self.port_range(e, port))
             elif k in ("http_port", "monitor_port"):
                 c["http_port"] = _http_port(self.port_range(e, self.int_(e)))
-            elif k in ("max_payload", "max_control_line", "max_pending"):
-                c[k] = self.int_(e)
-            elif k in ("max_connections", "max_conn"):
-                c["max_connections"] = self.int_(e)
-            elif k in ("max_subscriptions", "max_subs"):
-                c["max_subscriptions"] = self.int_(e)
-            elif k == "ping_max":
-                c["ping_max"] = self.int_(e)
-            elif k in ("ping_interval", "write_deadline"):
-                c[k] = self.duration(e)
             elif k == "lame_duck_duration":
                 dur = self.duration(e)
                 if dur < 30:
@@ -253,18 +284,6 @@ class _Mapper:
                 self.jetstream(e)
             elif k in ("store_dir", "storedir"):
                 self.store_dir(e)
-            elif k == "debug":
-                c["debug"] = self.bool_(e)
-            elif k in ("trace", "trace_verbose"):
-                c["trace"] = self.bool_(e)
-            elif k in ("logtime", "logtime_utc"):
-                self.bool_(e)  # log lines always carry a local timestamp; accepted, no effect
-            elif k in ("logfile", "log_file"):
-                c["log_file"] = self.str_(e)
-            elif k in ("pidfile", "pid_file"):
-                c["pid_file"] = self.str_(e)
-            elif k == "ports_file_dir":
-                c["ports_file_dir"] = self.str_(e)
             elif k == "server_tags":
                 c["tags"] = self.server_tags(e)
             elif k in ("tls", "allow_non_tls", "websocket", "ws"):
@@ -944,12 +963,12 @@ class _Mapper:
     def jetstream_option(self, k: str, sub: Entry) -> bool:
         """One key of the ``jetstream { }`` map besides enable/store; False if unknown."""
         c = self.changes
-        if k in ("max_memory_store", "max_mem_store", "max_mem"):
-            c["max_memory_store"] = self.storage_size(sub)
-        elif k in ("max_file_store", "max_file"):
-            c["max_file_store"] = self.storage_size(sub)
-        elif k == "strict":
-            c["js_strict"] = self.bool_(sub)
+        mapped = _MAPPED_JETSTREAM_KEYS.get(k)
+        if mapped is not None:
+            name, read = mapped
+            value = getattr(self, read)(sub)
+            if name:
+                c[name] = value
         elif k in ("sync", "sync_interval"):
             n = sub.node
             if n.kind == "string" and n.value.lower() == "always":
@@ -971,10 +990,6 @@ class _Mapper:
             c["js_domain"] = domain
         elif k == "unique_tag":
             c["js_unique_tag"] = self.str_(sub).strip().lower()
-        elif k == "extension_hint":
-            c["js_extension_hint"] = self.str_(sub)
-        elif k in ("max_outstanding_catchup", "max_buffered_size"):
-            c["js_" + k] = self.storage_size(sub)
         elif k in ("max_buffered_msgs", "request_queue_limit", "info_queue_limit"):
             if sub.node.kind != "int":
                 raise self.fail(sub, f'Expected a parseable size for "{sub.key}", '
@@ -991,8 +1006,6 @@ class _Mapper:
             if self.storage_size(sub) < 0:
                 raise self.fail(sub, f'Expected an absolute size for "{sub.key}", '
                                      f"got {sub.node.value}")
-        elif k == "meta_compact_sync":
-            self.bool_(sub)  # clustered meta layer only: accepted, nothing to compact
         elif k == "limits":
             c["js_limits"] = self.jetstream_limits(sub)
         else:
