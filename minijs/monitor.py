@@ -39,14 +39,16 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
 from minijs.protocol.gostrings import go_quote
 from minijs.protocol.gotime import go_duration as _go_duration, rfc3339_nano
 
 if TYPE_CHECKING:
-    from minijs.core.router import Router
+    from minijs.config import ServerConfig
+    from minijs.core.router import ServerStats, WatchedSublist
+    from minijs.log import Logger
 
 #: How long a client may take to send its request head before it is dropped.
 REQUEST_TIMEOUT = 10.0
@@ -105,10 +107,42 @@ class MonitorError(OSError):
         return str(self.args[0]) if self.args else "Can't start monitoring"
 
 
+class MonitoredServer(Protocol):
+    """What the monitor reads of the server it reports on (:class:`minijs.server.Server`: its
+    router's state, and the listeners and cluster parts the server adds)."""
+
+    config: "ServerConfig"
+    server_id: str
+    server_name: str
+    port: int
+    start_time: float
+    log: "Logger"
+    clock: Any
+    stats: "ServerStats"
+    total_connections: int
+    connections: dict[int, Any]
+    sublist: "WatchedSublist"
+    account_sublists: dict[str, "WatchedSublist"]
+    account_links: dict[str, Any]
+    #: Called with each client connection as it closes (the monitor's ring of closed ones).
+    closed_hook: Callable[[Any], None] | None
+    #: The JetStream engines' shared part (None without JetStream).
+    jetstream_group: Any
+    #: In a cluster: this node's JetStream meta layer, its routes (in process or by TCP).
+    jetstream_cluster: Any
+    routes: Any
+    route_transport: Any
+    #: The WebSocket listener (None without one).
+    websocket: Any
+
+    def num_subscriptions(self) -> int:
+        """Subscriptions of all accounts."""
+
+
 class Monitor:
     """nats-server's monitoring HTTP endpoint for one server (read through its router)."""
 
-    def __init__(self, server: "Router") -> None:
+    def __init__(self, server: MonitoredServer) -> None:
         self.server = server
         config = server.config
         self.host = config.http_host or config.host
@@ -131,13 +165,13 @@ class Monitor:
             "/healthz": self._healthz,
             "/minijs": self._minijs_page,  # minijs only: the state at a glance, in a browser
         }
-        if getattr(server, "routes", None) is None or getattr(server, "route_transport", None):
+        if server.routes is None or server.route_transport:
             # (an in-process cluster's node reports its routes elsewhere)
             self._routes["/routez"] = self._routez
 
     @property
     def _log(self) -> Any:
-        return getattr(self.server, "log", None) or getattr(self.server, "logger", None)
+        return self.server.log
 
     async def start(self) -> None:
         """Bind and log ``Starting http monitor on HOST:PORT`` (the actual port if random)."""
@@ -161,14 +195,14 @@ class Monitor:
         now, mono = self._now()
         info = self._conn_info(conn, now, mono, with_subs=True, detail=True, auth=True)
         self.closed_conns.append(ClosedConnection(
-            cid=conn.cid, start_time=conn.start_time, last_in=getattr(conn, "last_in", mono),
-            rtt=getattr(conn, "rtt", 0.0), stop=now, reason=conn.close_reason or "",
-            user=self._authorized_user(conn), account=getattr(conn, "account", GLOBAL_ACCOUNT),
+            cid=conn.cid, start_time=conn.start_time, last_in=conn.last_in,
+            rtt=conn.rtt, stop=now, reason=conn.close_reason or "",
+            user=self._authorized_user(conn), account=conn.account,
             info=info))
 
     async def stop(self) -> None:
         """Stop listening and drop any request still being served."""
-        if getattr(self.server, "closed_hook", None) == self._record_closed:
+        if self.server.closed_hook == self._record_closed:
             self.server.closed_hook = None
         listener, self._listener = self._listener, None
         if listener is None:
@@ -283,7 +317,7 @@ class Monitor:
         if consumer and not stream:
             return problem(400, "BAD_REQUEST",
                            '"stream" must not be empty when checking consumer health', "error")
-        group = getattr(self.server, "jetstream_group", None)
+        group = self.server.jetstream_group
         if js_server_only or group is None or js_enabled_only:
             return 200, {"status": "ok"}
         errors: list[dict[str, Any]] = []
@@ -370,7 +404,7 @@ class Monitor:
         with_subs = detail or (_bool_param(query, "subs") if subs else False)
         server = self.server
         now, _ = self._now()
-        transport = getattr(server, "route_transport", None)
+        transport = server.route_transport
         records = transport.route_records() if transport is not None else []
         routes = []
         for r in records:
@@ -422,7 +456,7 @@ class Monitor:
         """``/varz`` in nats-server's field order, with the fields minijs can fill honestly."""
         server = self.server
         config = server.config
-        clock = getattr(server, "clock", None)
+        clock = server.clock
         now = clock.time() if clock is not None else time.time()
         start = server.start_time or now
         stats = server.stats
@@ -436,7 +470,7 @@ class Monitor:
             "host": config.host,
             "port": server.port,
         }
-        transport = getattr(server, "route_transport", None)
+        transport = server.route_transport
         if config.auth_required:
             v["auth_required"] = True
         if config.tls is not None:
@@ -444,7 +478,7 @@ class Monitor:
                 v["tls_required"] = True
             if config.tls.verify:
                 v["tls_verify"] = True
-        routes = getattr(server, "routes", None)
+        routes = server.routes
         urls = routes.connect_urls() if routes is not None else None
         if urls:
             v["connect_urls"] = urls
@@ -467,7 +501,7 @@ class Monitor:
             v["cluster"] = transport.varz_cluster()
         elif routes is not None:
             v["cluster"] = routes.varz()
-        listener = getattr(server, "websocket", None)
+        listener = server.websocket
         if listener is not None:
             from minijs.core.tlsmonitor import websocket_varz
 
@@ -513,7 +547,7 @@ class Monitor:
         return v
 
     def _now(self) -> tuple[float, float]:
-        clock = getattr(self.server, "clock", None)
+        clock = self.server.clock
         if clock is not None:
             return clock.time(), clock.monotonic()
         return time.time(), time.monotonic()
@@ -553,15 +587,15 @@ class Monitor:
             raise ValueError(f"Error decoding uint64 for 'cid': strconv.ParseUint: parsing "
                              f"{_go_quote(cid_text)}: invalid syntax")
         acc = query.get("acc", "")
-        if acc and acc not in getattr(server, "account_sublists", (GLOBAL_ACCOUNT,)):
+        if acc and acc not in server.account_sublists:
             # nats-server's answer for an account it does not have (empty id, null list)
             return {"server_id": "", "now": rfc3339(now), "num_connections": 0, "total": 0,
                     "offset": offset, "limit": limit, "connections": None}
         conns: list[Any] = []
         if want_open:
-            conns = [c for c in server.connections.values() if not getattr(c, "closed", False)]
+            conns = [c for c in server.connections.values() if not c.closed]
             if acc:
-                conns = [c for c in conns if getattr(c, "account", GLOBAL_ACCOUNT) == acc]
+                conns = [c for c in conns if c.account == acc]
         closed: list[ClosedConnection] = []
         if want_closed:
             closed = [c for c in self.closed_conns if not acc or c.account == acc]
@@ -600,32 +634,30 @@ class Monitor:
     def _authorized_user(self, conn: Any) -> str:
         """The user a connection authenticated as (a ``users`` entry or the one configured
         user), ``[REDACTED]`` for token auth (as nats-server shows it), or nothing."""
-        if not getattr(conn, "connected", False):
+        if not conn.connected:
             return ""
         config = self.server.config
-        if getattr(config, "token", None):
+        if config.token:
             return "[REDACTED]"
-        return getattr(conn, "user", None) or getattr(config, "user", None) or ""
+        return conn.user or config.user or ""
 
     def _conn_info(self, conn: Any, now: float, mono: float, with_subs: bool,
                    detail: bool, auth: bool = False) -> dict[str, Any]:
-        last_in = getattr(conn, "last_in", mono)
+        last_in = conn.last_in
         last_activity = now - max(mono - last_in, 0.0)
         info: dict[str, Any] = {
             "cid": conn.cid,
             "kind": "Client",
-            "type": "nats" if getattr(conn, "websocket", None) is None else "websocket",
+            "type": "nats" if conn.websocket is None else "websocket",
             "ip": conn.host,
             "port": conn.port,
             "start": rfc3339(conn.start_time),
             "last_activity": rfc3339(last_activity),
         }
-        rtt = getattr(conn, "rtt", 0.0)
+        rtt = conn.rtt
         if rtt:
             info["rtt"] = go_duration(rtt)
-        pending = getattr(conn, "pending_bytes", None)
-        if not isinstance(pending, int):
-            pending = getattr(conn, "_out_size", 0)
+        pending = conn.pending_bytes
         info.update({
             "uptime": uptime(now - conn.start_time),
             "idle": uptime(now - last_activity),
@@ -636,11 +668,10 @@ class Monitor:
             "out_bytes": conn.out_bytes,
             "subscriptions": len(conn.subs),
         })
-        for field in ("name", "lang", "version"):
-            value = getattr(conn, field, "")
+        for field, value in (("name", conn.name), ("lang", conn.lang), ("version", conn.version)):
             if value:
                 info[field] = value
-        tls = getattr(conn, "tls", None)
+        tls = conn.tls
         if tls is not None:
             from minijs.core.tlsmonitor import connz_tls
 
@@ -649,7 +680,7 @@ class Monitor:
             user = self._authorized_user(conn)
             if user:
                 info["authorized_user"] = user
-            account = getattr(conn, "account", GLOBAL_ACCOUNT)
+            account = conn.account
             if account != GLOBAL_ACCOUNT:
                 info["account"] = account
         if with_subs and conn.subs:
@@ -660,7 +691,7 @@ class Monitor:
                 info["subscriptions_list"] = [sub.subject.decode(errors="replace")
                                               for sub in subs]
         if auth:
-            info["name_tag"] = getattr(conn, "account", GLOBAL_ACCOUNT)
+            info["name_tag"] = conn.account
         return info
 
     # ----------------------------------------------------------------- /subsz
@@ -707,16 +738,9 @@ class Monitor:
         return report
 
     def _sublist_stats(self, account: str = "$G") -> dict[str, Any]:
-        sublists = getattr(self.server, "account_sublists", {})
+        sublists = self.server.account_sublists
         sublist = sublists.get(account, self.server.sublist)
-        stats = getattr(sublist, "stats", None)
-        if callable(stats):
-            values = stats()
-        else:  # a sublist without counters: report what its size tells
-            values = {"num_subscriptions": sublist.count, "num_cache": 0, "num_inserts": 0,
-                      "num_removes": 0, "num_matches": 0, "cache_hit_rate": 0,
-                      "max_fanout": 0, "avg_fanout": 0}
-        return {k: _num(v) for k, v in values.items()}
+        return {k: _num(v) for k, v in sublist.stats().items()}
 
     # ----------------------------------------------------------------- /accountz
 
@@ -751,7 +775,7 @@ class Monitor:
         server = self.server
         start = server.start_time or self._now()[0]
         system = acc == SYSTEM_ACCOUNT
-        group = getattr(server, "jetstream_group", None)
+        group = server.jetstream_group
         jetstream = group is not None
         detail: dict[str, Any] = {"account_name": acc, "update_time": rfc3339(start)}
         if system:
@@ -763,8 +787,8 @@ class Monitor:
             "leafnode_connections": 0,
             "client_connections": 0 if system else sum(
                 1 for c in server.connections.values()
-                if not getattr(c, "closed", False)
-                and getattr(c, "account", GLOBAL_ACCOUNT) == acc),
+                if not c.closed
+                and c.account == acc),
         })
         if system:
             zero = {"num_subscriptions": 0, "num_cache": 0, "num_inserts": 0, "num_removes": 0,
@@ -779,7 +803,7 @@ class Monitor:
         from minijs.core.imports import account_report  # /accountz only: not at start
 
         before, after = account_report(server.config, acc,
-                                       getattr(server, "account_links", {}).get(acc))
+                                       server.account_links.get(acc))
         detail.update(before)
         if jetstream:
             detail["imports"] = [*detail.get("imports", ()), {
@@ -801,7 +825,7 @@ class Monitor:
         query = query or {}
         now, _ = self._now()
         server = self.server
-        group = getattr(server, "jetstream_group", None)
+        group = server.jetstream_group
         consumers = _bool_param(query, "consumers")
         streams = _bool_param(query, "streams") or consumers
         accounts = _bool_param(query, "accounts") or streams
@@ -844,7 +868,7 @@ class Monitor:
             "streams": num_streams, "consumers": num_consumers,
             "messages": messages, "bytes": total_bytes,
         }
-        jsc = getattr(server, "jetstream_cluster", None)
+        jsc = server.jetstream_cluster
         if jsc is not None:
             report["meta_cluster"] = jsc.meta_info()
         if accounts or acc:
@@ -891,7 +915,7 @@ class Monitor:
     def _jetstream(self) -> dict[str, Any] | None:
         """The ``jetstream`` section, only when JetStream is attached (as INFO advertises
         it): configuration, limits and every account's usage summed."""
-        group = getattr(self.server, "jetstream_group", None)
+        group = self.server.jetstream_group
         return group.varz() if group is not None else None
 
     def _cpu_percent(self) -> float:
@@ -984,10 +1008,10 @@ _SORTS: dict[str, tuple[Any, bool]] = {
     "msgs_from": (lambda c, i: i["in_msgs"], True),
     "bytes_to": (lambda c, i: i["out_bytes"], True),
     "bytes_from": (lambda c, i: i["in_bytes"], True),
-    "last": (lambda c, i: getattr(c, "last_in", 0.0), True),
-    "idle": (lambda c, i: getattr(c, "last_in", 0.0), False),
+    "last": (lambda c, i: c.last_in, True),
+    "idle": (lambda c, i: c.last_in, False),
     "uptime": (lambda c, i: c.start_time, False),
-    "rtt": (lambda c, i: getattr(c, "rtt", 0.0), True),
+    "rtt": (lambda c, i: c.rtt, True),
 }
 
 GLOBAL_ACCOUNT = "$G"

@@ -233,9 +233,7 @@ async def test_port_in_use_is_a_clear_error():
     blocker.listen()
     port = blocker.getsockname()[1]
     try:
-        monitor = Monitor(SimpleNamespace(config=SimpleNamespace(http_host=None,
-                                                                 host="127.0.0.1",
-                                                                 http_port=port), log=None))
+        monitor = Monitor(Server(host="127.0.0.1", http_port=port))
         with pytest.raises(MonitorError) as info:
             await monitor.start()
         assert str(info.value) == (
