@@ -524,7 +524,7 @@ class Server(Router):
         group = JetStreamGroup(config)
         enabled = dict(config.account_jetstream)
         others = [a for a in config.accounts if a != config.system_account]
-        if not others and not getattr(config, "operator", None):
+        if not others and not config.operator:
             # Only the system account is configured: nats-server's globalAccountOnly, the
             # global account gets JetStream with the server's account limits.
             enabled.setdefault(GLOBAL_ACCOUNT, config.js_account_limits)

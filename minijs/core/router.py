@@ -316,7 +316,7 @@ class Router(InternalSubscriptions):
             fields["cluster"] = routes.cluster_name
         elif config.cluster_name:  # a name without routes (nats-server's --cluster_name alone)
             fields["cluster"] = config.cluster_name
-        if self.jetstream_group is not None and getattr(config, "js_domain", ""):
+        if self.jetstream_group is not None and config.js_domain:
             fields["domain"] = config.js_domain  # jetstream { domain } (nats-server's order)
         if routes is not None:
             urls = routes.connect_urls()

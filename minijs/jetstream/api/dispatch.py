@@ -69,7 +69,7 @@ class JetStreamApi:
         self._sub: Any = None
         self._domain_subs: list[Any] = []
         #: ``jetstream { strict: false }``: bodies decoded as json.Unmarshal would.
-        self.lenient = not getattr(self.bus.config, "js_strict", True)
+        self.lenient = not self.bus.config.js_strict
         self._domain_prefix_len = 0
         self._streams: StreamApi | None = None
         self._consumers: ConsumerApi | None = None
@@ -110,7 +110,7 @@ class JetStreamApi:
     def start(self) -> None:
         self._sub = self.bus.subscribe_internal(b"$JS.API.>", self._on_request,
                                                 on_traced=self._on_traced_request)
-        domain = getattr(self.bus.config, "js_domain", "") or ""
+        domain = self.bus.config.js_domain
         if domain:
             # nats-server's generateJSMappingTable: the account maps these subjects of the
             # domain prefix onto the API (and $KV/$OBJ onto themselves); nothing else of

@@ -478,7 +478,7 @@ class JetStreamCluster:
 
     @property
     def system_account(self) -> str:
-        return getattr(self.server.config, "system_account", None) or "$SYS"
+        return self.server.config.system_account or "$SYS"
 
     def transfer_leaders(self) -> None:
         """A graceful shutdown: every group this node leads hands its leadership to a peer
