@@ -622,7 +622,8 @@ async def test_cluster_stream_peer_remove(target: str, cluster: Cluster,
 
 async def test_cluster_monitoring_per_node(target: str, cluster: Cluster) -> None:
     """Each node serves ``/healthz`` ok, ``/jsz`` with a ``meta_cluster`` naming the cluster,
-    the meta leader, its size and quorum, and ``/varz`` with the ``cluster`` section."""
+    the meta leader, its size and quorum, ``/varz`` with the ``cluster`` section, and
+    ``/routez`` with routes to the other nodes."""
     meta = cluster.meta_leader()
     for node in cluster.nodes:
         assert cluster.monitor(node.name, "/healthz") == (200, {"status": "ok"})
@@ -641,6 +642,19 @@ async def test_cluster_monitoring_per_node(target: str, cluster: Cluster) -> Non
         assert (varz["server_name"], varz["cluster"]["name"]) == (node.name, "conf")
         assert sorted(varz["connect_urls"]) == sorted(f"{n.host}:{n.port}"
                                                       for n in cluster.nodes)
+        status, routez = cluster.monitor(node.name, "/routez")
+        assert status == 200
+        assert list(routez) == ["server_id", "server_name", "now", "num_routes", "routes"]
+        assert routez["server_name"] == node.name
+        assert routez["num_routes"] == len(routez["routes"]) > 0
+        # (nats-server pools its routes: several per node; each names a node of the cluster)
+        remotes = {r["remote_name"] for r in routez["routes"]}
+        assert remotes == set(cluster.names) - {node.name}
+        for r in routez["routes"]:
+            assert list(r)[:5] == ["rid", "remote_id", "remote_name", "did_solicit",
+                                   "is_configured"]
+            assert r["remote_id"] != routez["server_id"] and r["ip"] == "127.0.0.1"
+            assert isinstance(r["in_msgs"], int) and isinstance(r["subscriptions"], int)
 
 
 async def test_cluster_server_remove(target: str, make_cluster: Any) -> None:

@@ -163,11 +163,9 @@ class Monitor:
             "/accountz": self._accountz,
             "/jsz": self._jsz,
             "/healthz": self._healthz,
+            "/routez": self._routez,
             "/minijs": self._minijs_page,  # minijs only: the state at a glance, in a browser
         }
-        if server.routes is None or server.route_transport:
-            # (an in-process cluster's node reports its routes elsewhere)
-            self._routes["/routez"] = self._routez
 
     @property
     def _log(self) -> Any:
@@ -405,7 +403,10 @@ class Monitor:
         server = self.server
         now, _ = self._now()
         transport = server.route_transport
-        records = transport.route_records() if transport is not None else []
+        if transport is not None:
+            records = transport.route_records()
+        else:  # an in-process cluster's node (or a server of its own: none)
+            records = server.routes.route_records() if server.routes is not None else []
         routes = []
         for r in records:
             info: dict[str, Any] = {

@@ -68,6 +68,11 @@ class RouteConn:
         #: reply, header, payload, queues, target].
         self._out: list[list[Any]] = []
         self.in_msgs = self.out_msgs = self.in_bytes = self.out_bytes = 0
+        router = routes.router
+        #: The link's id in ``/routez`` (nats-server numbers routes and clients from one
+        #: sequence), when it came up and when a message last crossed it (server clock).
+        self.rid = router.allocate_id()
+        self.start = self.last_activity = router.clock.time()
 
     # -- the connection face the router's publish loops use
 
@@ -88,6 +93,8 @@ class RouteConn:
     def flush(self) -> None:
         out, self._out = self._out, []
         send = self.routes.send
+        if out:
+            self.last_activity = self.routes.router.clock.time()
         for _, account, subject, reply, header, payload, queues, target in out:
             self.out_msgs += 1
             self.out_bytes += len(payload) + (len(header) if header else 0)
@@ -141,6 +148,25 @@ class Routes:
     def varz(self) -> dict[str, Any]:
         """``/varz``'s ``cluster`` section (an in-process node has no route port)."""
         return {"name": self.cluster_name}
+
+    def route_records(self) -> list[dict[str, Any]]:
+        """What ``/routez`` shows of each peer with a link up (raw values, the fields of
+        :meth:`minijs.core.route_transport.RouteTransport.route_records`): one route per peer
+        (the simulated network's link has no pool and no route port); every node of an
+        in-process cluster is configured with the others."""
+        out = []
+        for conn in self.peers.values():
+            info = conn.info
+            host = str(info.get("client_url") or "").rsplit(":", 1)[0].strip("[]")
+            out.append({
+                "rid": conn.rid, "remote_id": info.get("id", ""),
+                "remote_name": info.get("name", conn.peer), "did_solicit": True,
+                "is_configured": True, "ip": host, "port": 0, "start": conn.start,
+                "last_activity": conn.last_activity, "rtt": 0.0, "pending_size": 0,
+                "in_msgs": conn.in_msgs, "out_msgs": conn.out_msgs, "in_bytes": conn.in_bytes,
+                "out_bytes": conn.out_bytes, "subs": list(conn.subs), "account": "",
+            })
+        return out
 
     # ------------------------------------------------------------------ local interest
 
@@ -203,6 +229,7 @@ class Routes:
             _, account, subject, reply, header, payload, queues, target = message
             conn.in_msgs += 1
             conn.in_bytes += len(payload) + (len(header) if header else 0)
+            conn.last_activity = self.router.clock.time()
             self.deliver_routed(account, subject, reply, header, payload, queues, target)
         elif op == "RS+":
             _, account, subject, queue = message
