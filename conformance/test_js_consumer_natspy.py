@@ -162,6 +162,10 @@ async def test_js_natspy_no_wait_then_long_poll(target: str, js_nats: NatsFactor
         sub = await js.pull_subscribe(f"{p}.lp", durable="lp")
         with pytest.raises(nats.errors.TimeoutError):
             await sub.fetch(2, timeout=0.3)
+        # nats-py's empty fetch may leave its long request waiting on the server for up to
+        # its expiry (0.3 s); under load it could outlive the client's timeout and take the
+        # next message: let it expire first
+        await asyncio.sleep(0.4)
         task = asyncio.create_task(sub.fetch(1, timeout=3))
         await asyncio.sleep(0.3)
         await js.publish(f"{p}.lp", b"wake")
