@@ -165,6 +165,39 @@ def test_js_consumer_workqueue_rules(target: str, js: JsClient, stream_name: str
     assert unf["error"]["err_code"] == 10099
 
 
+def test_js_consumer_limits_skip_sourcing_and_direct(target: str, js: JsClient,
+                                                    stream_name: str) -> None:
+    """``max_consumers`` counts new consumers but not those created with ``sourcing`` (as a
+    mirror's or source's is), and does not refuse an update at the limit; on a work-queue
+    stream a ``sourcing`` or ``direct`` consumer does not overlap an unfiltered one. (Only the
+    reply bodies of the ``sourcing``/``direct`` creates are compared: nats-server also sends
+    them with a ``Nats-Stream-Identity`` header.)"""
+    def made(stream: str, config: dict[str, Any], name: str) -> dict[str, Any]:
+        suffix = f"CONSUMER.CREATE.{stream}.{name}"
+        out = js.api_msg(suffix, {"stream_name": stream, "config": config}).json()
+        assert "error" not in out, out
+        return out
+
+    setup_stream(js, stream_name, max_consumers=2)
+    assert "error" not in cc(js, stream_name, {"durable_name": "a"}, "a")
+    made(stream_name, {"durable_name": "m", "sourcing": True}, "m")
+    assert "error" not in cc(js, stream_name, {"durable_name": "b"}, "b")
+    assert cc(js, stream_name, {"durable_name": "c"}, "c") == error_reply(
+        "consumer_create_response", 400, 10026, "maximum consumers limit reached")
+    upd = cc(js, stream_name, {"durable_name": "a", "description": "x"}, "a")
+    assert upd["config"]["description"] == "x"
+    wq = stream_name + "W"
+    p = setup_stream(js, wq, retention="workqueue")
+    made(wq, {"durable_name": "m", "ack_policy": "explicit", "sourcing": True}, "m")
+    made(wq, {"name": "dd", "ack_policy": "explicit", "direct": True,
+              "deliver_subject": f"{p}x.dd"}, "dd")
+    out = cc(js, wq, {"durable_name": "w", "ack_policy": "explicit"}, "w")
+    assert "error" not in out and "filter_subject" not in out["config"]
+    assert cc(js, wq, {"durable_name": "w2", "ack_policy": "explicit"}, "w2") == error_reply(
+        "consumer_create_response", 400, 10099,
+        "multiple non-filtered consumers not allowed on workqueue stream")
+
+
 @pytest.mark.parametrize("config, delivered, pending", [
     ({"deliver_policy": "all"}, 1, 4),
     ({"deliver_policy": "all", "filter_subject": "{p}.c"}, 1, 1),

@@ -224,6 +224,22 @@ def test_js_create_idempotent(target: str, js: JsClient, stream_name: str) -> No
         400, 10058, "stream name already in use with a different configuration")
 
 
+def test_js_create_idempotent_keeps_the_start_time_zone(target: str, js: JsClient) -> None:
+    """A mirror's ``opt_start_time`` keeps the zone it was written in (and is echoed in it);
+    creating again with the same instant in another zone is a different configuration
+    (400/10058), with the same text it is the same stream."""
+    origin, name = unique_name(), unique_name()
+    js.create(origin, subjects=[f"{origin.lower()}.*"])
+    local = {"name": name, "mirror": {"name": origin, "opt_start_time": "2024-01-01T01:00:00+01:00"}}
+    utc = {"name": name, "mirror": {"name": origin, "opt_start_time": "2024-01-01T00:00:00Z"}}
+    first = js.api(f"STREAM.CREATE.{name}", local)
+    assert first["config"]["mirror"] == local["mirror"]
+    assert js.api(f"STREAM.CREATE.{name}", utc) == create_error(
+        400, 10058, "stream name already in use with a different configuration")
+    again = js.api(f"STREAM.CREATE.{name}", local)
+    assert again["created"] == first["created"]
+
+
 def test_js_create_subjects_overlap_other_stream(target: str, js: JsClient) -> None:
     """A subject colliding with another stream's (wildcards included) is 400/10065."""
     a, b = unique_name(), unique_name()

@@ -332,7 +332,7 @@ def build_config(given: dict[str, Any]) -> Any:
     _route_overrides(config, given, overrides)
     config = config.with_overrides(**overrides)
     if config.lame_duck_grace_period >= config.lame_duck_duration:  # nats-server's validateOptions
-        from minijs.jetstream.jsonfmt import go_duration
+        from minijs.protocol.gotime import go_duration
 
         raise UsageError(f"lame duck grace period "
                          f"({go_duration(round(config.lame_duck_grace_period * 1e9))}) should be "

@@ -39,6 +39,7 @@ from minijs.config import (
 )
 from minijs.core.imports import check_imports
 from minijs.core.transform import validate_mapping
+from minijs.protocol.gotime import parse_duration as go_parse_duration
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
 
@@ -569,7 +570,7 @@ class _Mapper:
             elif k == "lame_duck_duration":
                 dur = self.duration(e)
                 if dur < 30:
-                    from minijs.jetstream.jsonfmt import go_duration
+                    from minijs.protocol.gotime import go_duration
 
                     raise self.fail(e.node, f"invalid lame_duck_duration of "
                                             f"{go_duration(round(dur * 1e9))}, minimum is 30 seconds")
@@ -1454,94 +1455,11 @@ def _http_port(port: int) -> int | None:
     return RANDOM_PORT if port < 0 else port
 
 
-#: Go's ``time`` unit names, in nanoseconds.
-_UNITS_NS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
-             "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
-_MAX_INT64 = (1 << 63) - 1
-
-
-def _go_time_quote(s: str) -> str:
-    """Go's ``time.quote``: the text in double quotes, ``"`` and ``\\`` escaped, and each byte
-    of a control or non-ASCII character written as ``\\xNN``."""
-    out = ['"']
-    for ch in s:
-        if ch < " " or ch > "\x7f":
-            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogatepass"))
-        elif ch in '"\\':
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def parse_duration(text: str) -> float:
     """Go's ``time.ParseDuration`` ("1h30m", "500ms", "1.5s"), in seconds, with its error texts
     (``time: invalid duration "x"``, ``time: missing unit in duration "1"``,
     ``time: unknown unit "x" in duration "1x"``) and its int64 nanosecond range."""
-    orig = text
-    s = text
-    neg = False
-    if s and s[0] in "-+":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-    total = 0
-    i, n = 0, len(s)
-    while i < n:
-        if not (s[i] == "." or "0" <= s[i] <= "9"):
-            raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-        j = i
-        while j < n and "0" <= s[j] <= "9":
-            j += 1
-        whole = int(s[i:j]) if j > i else 0
-        if whole > _MAX_INT64:  # Go's leadingInt overflow
-            raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-        pre = j > i
-        frac, scale, post = 0, 1, False
-        if j < n and s[j] == ".":
-            j += 1
-            k = j
-            while k < n and "0" <= s[k] <= "9":
-                k += 1
-            digits = s[j:k]
-            post = k > j
-            # Go's leadingFraction keeps digits while they fit; the rest only end the number.
-            for d in digits:
-                if scale > _MAX_INT64 // 10 or frac > (_MAX_INT64 - 9) // 10:
-                    break
-                frac = frac * 10 + int(d)
-                scale *= 10
-            j = k
-        if not pre and not post:
-            raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-        k = j
-        while k < n and s[k] != "." and not ("0" <= s[k] <= "9"):
-            k += 1
-        if k == j:
-            raise ValueError(f"time: missing unit in duration {_go_time_quote(orig)}")
-        unit_text = s[j:k]
-        unit = _UNITS_NS.get(unit_text)
-        if unit is None:
-            raise ValueError(f"time: unknown unit {_go_time_quote(unit_text)} in duration "
-                             f"{_go_time_quote(orig)}")
-        if whole > _MAX_INT64 // unit:
-            raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-        value = whole * unit
-        if frac:
-            value += int(frac * (unit / scale))
-        total += value
-        if total > _MAX_INT64 + (1 if neg else 0):
-            raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-        i = k
-    if neg:
-        total = -total
-    elif total > _MAX_INT64:
-        raise ValueError(f"time: invalid duration {_go_time_quote(orig)}")
-    return total / 1_000_000_000
+    return go_parse_duration(text) / 1_000_000_000
 
 
 #: An account's ``jetstream { }`` keys (nats-server's parseJetStreamForAccount) to AccountLimits.

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from minijs.config import GIT_COMMIT, GO_VERSION, NATS_SERVER_VERSION
 from minijs.protocol.gostrings import go_quote
+from minijs.protocol.gotime import go_duration as _go_duration, rfc3339_nano
 
 if TYPE_CHECKING:
     from minijs.core.router import Router
@@ -1018,35 +1019,9 @@ def _sub_detail(sub: Any, cid: int, account: bool = False) -> dict[str, Any]:
 
 
 def go_duration(seconds: float) -> str:
-    """Go's ``time.Duration.String()``: ``0s``, ``350ns``, ``12.5µs``, ``1.401133ms``,
-    ``1.5s``, ``2m0s``, ``1h2m3.5s``."""
-    ns = int(round(seconds * 1_000_000_000))
-    if ns == 0:
-        return "0s"
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    if ns < 1_000:
-        return f"{sign}{ns}ns"
-    if ns < 1_000_000:
-        return sign + _decimal(ns, 1_000) + "µs"
-    if ns < 1_000_000_000:
-        return sign + _decimal(ns, 1_000_000) + "ms"
-    hours, rest = divmod(ns, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = _decimal(rest, 1_000_000_000) + "s"
-    if hours:
-        return f"{sign}{hours}h{minutes}m{text}"
-    if minutes:
-        return f"{sign}{minutes}m{text}"
-    return sign + text
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if not frac:
-        return str(whole)
-    digits = len(str(unit)) - 1
-    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
+    """Go's ``time.Duration.String()`` of ``seconds``: ``0s``, ``350ns``, ``12.5µs``,
+    ``1.401133ms``, ``1.5s``, ``2m0s``, ``1h2m3.5s``."""
+    return _go_duration(int(round(seconds * 1_000_000_000)))
 
 
 def _ns(seconds: float) -> int:
@@ -1060,13 +1035,9 @@ def _num(value: float) -> int | float:
 
 
 def rfc3339(ts: float) -> str:
-    """Go's RFC3339Nano in UTC: ``2006-01-02T15:04:05.999999999Z`` without trailing zeros."""
-    micros = int(round(ts * 1_000_000))
-    secs, frac = divmod(micros, 1_000_000)
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs))
-    if frac:
-        text += "." + f"{frac:06d}".rstrip("0")
-    return text + "Z"
+    """Go's RFC3339Nano in UTC: ``2006-01-02T15:04:05.999999999Z`` without trailing zeros (the
+    seconds since the epoch are taken to the microsecond)."""
+    return rfc3339_nano(int(round(ts * 1_000_000)) * 1_000)
 
 
 def uptime(seconds: float) -> str:

@@ -130,7 +130,7 @@ def _go_value(value: Any) -> str:
 
 
 def _go_duration(seconds: float) -> str:
-    from minijs.jetstream.jsonfmt import go_duration
+    from minijs.protocol.gotime import go_duration
 
     return go_duration(round(seconds * 1e9))
 

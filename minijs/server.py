@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
     from minijs.control.faults import FaultEvent, FaultInjector, FaultRule
     from minijs.control.plane import ControlPlane
     from minijs.jetstream.api.dispatch import JetStreamApi
+    from minijs.jetstream.engine import JetStreamGroup
     from minijs.monitor import Monitor
 
 T = TypeVar("T")
@@ -91,6 +92,9 @@ class Server(Router):
     the server makes (:attr:`randomness`; :attr:`seed` says which seed it took when none was
     given), so a rerun with the same seed makes the same choices.
     """
+
+    #: The router's end-of-turn commit hook is, here, every account's JetStream.
+    jetstream_group: "JetStreamGroup | None"
 
     def __new__(cls, config: ServerConfig | None = None, *args: Any, **kwargs: Any) -> Any:
         size = kwargs.get("cluster_size", config.cluster_size if config is not None else 1)

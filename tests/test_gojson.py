@@ -98,20 +98,38 @@ def test_deep_nesting_without_recursion_error():
     assert connect(b'{"x":' + b"[" * 10000 + b"]" * 10000 + b"}") is None
 
 
-def test_iterative_decoder_agrees_with_the_fast_one():
+def test_fast_path_agrees_with_the_syntax_layer():
+    """unmarshal reads with Python's C decoder; the API decoder's own parser (also the fallback
+    for deep nesting) must accept and refuse the same texts and give the same values."""
     samples = ['{"a":[1,{"b":[true,false,null,"x\\n"]}],"c":{}}', "[]", "[ ]", "{ }", '"s"',
                "1.5e3", "[1,]", '{"a":1,}', '{"a" 1}', "[1 2]", "{,}", "tru", "[", "",
-               ' { "k" : [ 1 , 2 ] } ', '{"a":"\\ud800"}']
+               ' { "k" : [ 1 , 2 ] } ', '{"a":"\\ud800"}', '{"a":"\\ud800\\u0041"}', "NaN",
+               "-Infinity", "01", "1.", "-", '"\\q"', '"\t"', "\ufeff{}", "{}x", " \f{}",
+               '{"a":1,"a":{"b":2}}', '"\\ud83d\\ude00"']
     for text in samples:
+        data = text.encode("utf-8", "surrogatepass")
         try:
-            fast = gojson._DECODER.decode(text)
-        except ValueError:
+            fast = gojson._parse_fast(data)
+        except (ValueError, gojson.JSONError):
             fast = "error"
         try:
-            slow = gojson._decode_iterative(text)
-        except ValueError:
-            slow = "error"
-        assert fast == slow, text
+            exact = gojson._parse_single(data)
+        except gojson.JSONError:
+            exact = "error"
+        if "error" in (fast, exact):
+            assert fast == exact, text
+        else:
+            assert gojson._node_to_py(fast) == gojson._node_to_py(exact), text
+    for raw in (b'{"a":"\xff\xfe"}', b'"\xc3"', b"{\xff}"):
+        try:
+            fast = gojson._node_to_py(gojson._parse_fast(raw))
+        except (ValueError, gojson.JSONError):
+            fast = "error"
+        try:
+            exact = gojson._node_to_py(gojson._parse_single(raw))
+        except gojson.JSONError:
+            exact = "error"
+        assert fast == exact, raw
 
 
 def test_server_info_types():
@@ -121,3 +139,76 @@ def test_server_info_types():
                  b'{"client_id":-1}', b'{"client_id":-0}', b'{"gossip_mode":256}', b'{"gateway_cmd_payload":"QQ"}',
                  b"5"):
         assert unmarshal(body, SERVER_INFO, {}) is None, body
+
+
+# ------------------------------------------------------------------------------------------
+# Field tables: one declaration per Go struct, everything else derived
+# ------------------------------------------------------------------------------------------
+
+INNER = gojson.go_struct("Inner", ("a", gojson.STRING), ("b", gojson.INT, gojson.OMITEMPTY))
+OUTER = gojson.go_struct(
+    "Outer",
+    ("name", gojson.STRING),
+    ("note", gojson.STRING, gojson.OMITEMPTY),
+    ("when", gojson.Ptr(gojson.TIME), gojson.OMITEMPTY),
+    ("inner", INNER),
+    ("opt", gojson.Ptr(INNER), gojson.OMITEMPTY),
+    ("list", gojson.Slice(INNER), gojson.OMITEMPTY),
+    ("tags", gojson.Slice(gojson.STRING)),
+    ("meta", gojson.Map(gojson.STRING), gojson.OMITEMPTY),
+)
+
+
+def test_table_zero_and_complete():
+    assert OUTER.go_zero() == {"name": "", "note": "", "when": None, "inner": {"a": "", "b": 0},
+                               "opt": None, "list": None, "tags": None, "meta": None}
+    got = OUTER.complete({"name": "x", "opt": {"b": 2, "junk": 1}, "list": [None, {"a": "y"}],
+                          "unknown": True})
+    assert got["opt"] == {"a": "", "b": 2}
+    assert got["list"] == [{"a": "", "b": 0}, {"a": "y", "b": 0}]
+    assert got["inner"] == {"a": "", "b": 0} and got["when"] is None and "unknown" not in got
+
+
+def test_table_encode_applies_omitempty_in_field_order():
+    from minijs.protocol.gomarshal import dumps
+    from minijs.protocol.gotime import GoTime
+
+    value = OUTER.complete({"name": "x", "when": GoTime(1_500_000_000, 3600),
+                            "meta": {"z": "1", "a": "2"}, "tags": []})
+    assert dumps(OUTER.encode(value)) == (
+        b'{"name":"x","when":"1970-01-01T01:00:01.5+01:00","inner":{"a":""},"tags":[],'
+        b'"meta":{"a":"2","z":"1"}}')
+    # a nil slice is null when not omitempty; overrides replace a field before omitempty
+    assert OUTER.encode(OUTER.go_zero(), {"meta": {}}) == {"name": "", "inner": {"a": ""},
+                                                           "tags": None}
+
+
+def test_table_equal_is_deep_equal():
+    from minijs.protocol.gotime import GoTime
+
+    a = OUTER.complete({"when": GoTime(0, 3600), "tags": []})
+    assert OUTER.equal(a, OUTER.complete({"when": GoTime(0, 3600), "tags": []}))
+    assert not OUTER.equal(a, OUTER.complete({"when": GoTime(0), "tags": []}))  # another zone
+    assert not OUTER.equal(a, OUTER.complete({"when": GoTime(0, 3600), "tags": None}))  # nil
+    assert not OUTER.equal(a, OUTER.complete({"when": GoTime(0, 3600), "tags": [],
+                                              "inner": {"b": 1}}))
+
+
+def test_dataclass_table_and_bad_rows():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Conf:
+        name: str = gojson.go_field(gojson.STRING)
+        limits: dict = gojson.go_field(INNER)
+        tags: list | None = gojson.go_field(gojson.Slice(gojson.STRING), gojson.OMITEMPTY)
+
+    st = gojson.struct_of(Conf, "Conf")
+    assert list(st.fields) == ["name", "limits", "tags"] and st.omitempty == {"tags"}
+    c = Conf()
+    assert c.limits == {"a": "", "b": 0} and c.limits is not Conf().limits
+    assert st.encode(c.__dict__) == {"name": "", "limits": {"a": ""}}
+    with pytest.raises(ValueError):
+        gojson.go_struct("Bad", ("a", gojson.STRING, "omitzero"))
+    with pytest.raises(ValueError):
+        gojson.go_field(gojson.STRING, "omitzero")

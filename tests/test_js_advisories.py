@@ -39,7 +39,7 @@ class FakeServer:
 
 def make_api(interest: bool = True, **config: object) -> tuple[JetStreamApi, FakeServer]:
     server = FakeServer(interest, **config)
-    js = SimpleNamespace(server=server, api_total=0, api_errors=0, streams={}, cluster=None,
+    js = SimpleNamespace(bus=server, api_total=0, api_errors=0, streams={}, cluster=None,
                          lookup=lambda name: None, log=SimpleNamespace(error=print),
                          account_info=lambda: {"api": {"level": 5}})
     return JetStreamApi(js), server  # type: ignore[arg-type]
@@ -126,7 +126,6 @@ def test_rtt_estimate_until_measured_is_stable() -> None:
 
 def test_successful_msg_get_not_audited() -> None:
     api, server = make_api()
-    api.msg_get = lambda payload, name: {"message": {}}  # type: ignore[method-assign]
-    api._route = lambda t: ("json", "stream_msg_get_response", api.msg_get, ("X",))  # type: ignore[method-assign]
+    api.streams.msg_get = lambda payload, name: {"message": {}}  # type: ignore[method-assign]
     api._on_request(None, b"$JS.API.STREAM.MSG.GET.X", b"_INBOX.1", None, b'{"seq":1}', conn())
     assert audits(server) == [] and api.js.api_total == 0

@@ -465,3 +465,17 @@ def test_parse_returns_pedantic_and_does_not_mutate():
     assert cfg == before
     cfg, pedantic = C.parse_stream_config(b"")
     assert cfg == C.StreamConfig() and pedantic is False
+
+
+def test_config_round_trips_through_its_json_form():
+    """What a config marshals to builds the same config again (the cluster's assignments and
+    a file stream's stored config travel in that form): a source's or mirror's start time
+    comes back as a time, with its zone."""
+    body = (b'{"name":"M","sources":[{"name":"O","opt_start_time":"2024-01-01T01:00:00+01:00"},'
+            b'{"name":"P","opt_start_seq":3,"subject_transforms":[{"src":"a.>","dest":"b.>"}]}],'
+            b'"placement":{"tags":["t"]},"metadata":{"k":"v"}}')
+    cfg = C.validate_and_default(C.parse_stream_config(body)[0], create=True)
+    again = C.stream_config_from_dict(C.to_json_dict(cfg, dynamic_metadata=False))
+    assert again == cfg and C.same_config(again, cfg)
+    assert again.sources[0]["opt_start_time"].offset == 3600
+    assert C.to_json_dict(again, dynamic_metadata=True) == C.to_json_dict(cfg, dynamic_metadata=True)

@@ -115,7 +115,7 @@ async def test_request_past_expiry_never_served_before_its_timer(
     await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 5, "expires": 1000000000}',
                      reply="pull.1")
     await settle(nc)
-    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    [wr] = server.jetstream.streams["S"].consumers["c"].pull.waiting
     wr.timer.cancel()  # the timer "has not fired yet"
     wr.timer = None
     clock.advance(1)
@@ -132,7 +132,7 @@ async def test_info_ends_request_past_expiry(nc: Any, server: Any, clock: Virtua
     await nc.publish("$JS.API.CONSUMER.MSG.NEXT.S.c", b'{"batch": 2, "expires": 1000000000}',
                      reply="pull.1")
     await settle(nc)
-    [wr] = server.jetstream.streams["S"].consumers["c"].waiting
+    [wr] = server.jetstream.streams["S"].consumers["c"].pull.waiting
     wr.timer.cancel()
     wr.timer = None
     clock.advance(2)

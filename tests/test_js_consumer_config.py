@@ -3,11 +3,13 @@
 Every expected JSON text / error below was observed on the real nats-server v2.15.1 binary:
 raw ``$JS.API.CONSUMER.CREATE…`` requests sent with nats-py to ``nats-server -js`` and the reply
 recorded verbatim (config objects are the exact bytes of the reply's ``"config"`` value). No server
-runs here; :class:`MiniEngine` chains the module's functions in the order the API layer will.
+runs here: :class:`PlanStream` sends the requests through the create planner the API itself
+calls (:func:`minijs.jetstream.consumers.create.plan_create`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -16,6 +18,7 @@ from minijs.jetstream.config import stream as SC
 from minijs.jetstream.config import consumer as CC
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
+from minijs.jetstream.consumers.create import CreateLimits, plan_create
 
 API = "$JS.API.CONSUMER.CREATE."
 
@@ -27,43 +30,42 @@ def make_stream(**kw) -> SC.StreamConfig:
     return SC.validate_and_default(cfg, create=True, pedantic=ped)
 
 
-class MiniEngine:
-    """The create pipeline of jsConsumerCreateRequest, on plain data (one stream ``S``)."""
+@dataclasses.dataclass
+class Existing:
+    """A consumer already on the stream, as the create planner reads it (its
+    :class:`~minijs.jetstream.consumers.create.ExistingConsumer`)."""
 
-    def __init__(self, **stream_kw) -> None:
-        self.stream = make_stream(**stream_kw)
-        self.consumers: dict[str, CC.ConsumerConfig] = {}
-        self.interest: set[str] = set()  # deliver subjects with a subscriber
+    config: CC.ConsumerConfig
+    #: a subscription exists on exactly its deliver subject
+    active: bool = False
+
+    @property
+    def is_push(self) -> bool:
+        return bool(self.config.deliver_subject)
+
+
+class PlanStream:
+    """One stream ``S`` on plain data: create requests go through the planner the API calls
+    (:func:`~minijs.jetstream.consumers.create.plan_create`); a plan is applied by recording
+    its config."""
+
+    def __init__(self, limits: CreateLimits = CreateLimits(), **stream_kw) -> None:
+        self.config = make_stream(**stream_kw)
+        self.limits = limits
+        self.consumers: dict[str, Existing] = {}
 
     def create(self, subject: str, body: dict | bytes) -> tuple[str, CC.ConsumerConfig]:
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-        form = CC.parse_create_subject(subject)
-        assert form is not None
-        cfg, action, pedantic, stream_name = CC.parse_create_request(payload)
-        cfg = CC.apply_create_subject(form, cfg, stream_name)
-        if form.stream != "S":
-            raise E.stream_not_found()
-        key = CC.consumer_key(cfg)
-        old = self.consumers.get(key) if key else None
-        cfg = CC.validate_and_default(cfg, self.stream, pedantic=pedantic, existing=old)
-        others = [(n, CC.filters_of(c)) for n, c in self.consumers.items()]
-        if old is not None:
-            CC.check_create_action(cfg, old, action)
-            if self.stream.retention == "workqueue":
-                CC.check_workqueue_overlap(key, CC.filters_of(cfg), others)
-            new = CC.check_update(old, cfg, old_deliver_has_interest=old.deliver_subject in self.interest)
-            self.consumers[key] = new
-            return key, new
-        if action == CC.ACTION_UPDATE:
-            raise E.consumer_does_not_exist()
-        CC.check_max_consumers(self.stream.max_consumers, len(self.consumers))
-        CC.check_workqueue_new(cfg, self.stream, others)
-        name = CC.assign_name(
-            cfg, self.consumers, file_storage=self.stream.storage == "file" and not cfg.mem_storage
-        )
-        new = CC.finalize_new(cfg)
-        self.consumers[name] = new
-        return name, new
+        stream, plan = plan_create(subject, payload, limits=self.limits,
+                                   lookup=lambda name: self if name == "S" else None)
+        assert stream is self
+        if plan.update:
+            assert plan.name in self.consumers
+            self.consumers[plan.name].config = plan.config
+        else:
+            assert plan.name not in self.consumers
+            self.consumers[plan.name] = Existing(plan.config)
+        return plan.name, plan.config
 
     def config_json(self, subject: str, body: dict | bytes) -> bytes:
         _, cfg = self.create(subject, body)
@@ -209,13 +211,13 @@ DEFAULT_CASES = [
 
 @pytest.mark.parametrize("stream_kw,suffix,cfg,expected", DEFAULT_CASES, ids=[c[1] or "auto" for c in DEFAULT_CASES])
 def test_defaults_exact_json(stream_kw, suffix, cfg, expected):
-    eng = MiniEngine(**stream_kw)
+    eng = PlanStream(**stream_kw)
     subject = API + "S" + ("." + suffix if suffix else "")
     assert eng.config_json(subject, req(cfg)).decode() == expected
 
 
 def test_no_config_and_null_config_are_zero_configs():
-    eng = MiniEngine()
+    eng = PlanStream()
     a = eng.config_json(API + "S", req())
     b = eng.config_json(API + "S", b'{"stream_name":"S","config":null}')
     assert a == b
@@ -226,14 +228,14 @@ def test_no_config_and_null_config_are_zero_configs():
 
 
 def test_list_entries_have_only_stored_metadata():
-    eng = MiniEngine()
+    eng = PlanStream()
     _, cfg = eng.create(API + "S.d", req({"durable_name": "d"}))
     assert cfg.metadata == {"_nats.req.level": "0"}
     assert CC.to_json_dict(cfg, dynamic_metadata=False)["metadata"] == {"_nats.req.level": "0"}
 
 
 def test_auto_name_shape():
-    eng = MiniEngine()
+    eng = PlanStream()
     name, cfg = eng.create(API + "S", req({}))
     assert len(name) == 8 and name.isalnum() and cfg.name == ""
 
@@ -350,11 +352,11 @@ SUBJECT_ERRORS = [
 
 @pytest.mark.parametrize("subject,body,expected", SUBJECT_ERRORS)
 def test_subject_errors(subject, body, expected):
-    assert MiniEngine().error(subject, body) == expected
+    assert PlanStream().error(subject, body) == expected
 
 
 def test_subject_name_wins_and_filter_form():
-    eng = MiniEngine()
+    eng = PlanStream()
     name, cfg = eng.create(API + "S.m7", req({"name": "zzz"}))
     assert (name, cfg.name) == ("m7", "m7")
     name, cfg = eng.create("$JS.API.CONSUMER.DURABLE.CREATE.S.dd4", req({"durable_name": "dd4", "name": "other"}))
@@ -547,7 +549,7 @@ VALIDATION_ERRORS = [
 
 @pytest.mark.parametrize("stream_kw,cfg,pedantic,expected", VALIDATION_ERRORS)
 def test_validation_errors(stream_kw, cfg, pedantic, expected):
-    eng = MiniEngine(**stream_kw)
+    eng = PlanStream(**stream_kw)
     body = req(cfg)
     if pedantic:
         body["pedantic"] = True
@@ -559,44 +561,137 @@ def test_validation_errors(stream_kw, cfg, pedantic, expected):
 
 ACCEPTED = [
     # configs the real server accepted (documented restrictions that do NOT exist in 2.15.1)
-    ({}, {"filter_subject": "zz"}),  # filter outside the stream's subjects
-    ({}, {"deliver_group": "g"}),  # deliver_group on a pull consumer
-    ({}, {"filter_subjects": ["s.*.c", "s.b.*"]}),  # overlapping but neither a subset of the other
-    ({}, {"filter_subjects": ["s.>", "x.>"]}),
-    ({}, {"sample_freq": "150"}),  # no upper bound
-    ({}, {"sample_freq": "+5%"}),
-    ({}, {"deliver_subject": "s"}),  # not inside "s.>"
-    ({}, {"deliver_subject": "dq", "max_waiting": -5}),  # clamped to 0 first
-    ({}, {"deliver_subject": "dq", "max_ack_pending": -1}),
-    ({}, {"max_expires": 1000000}),
-    ({}, {"deliver_subject": "dq5", "max_expires": 5}),  # pull-only limits ignored on push
-    ({}, {"ack_policy": "none", "backoff": [3000000000]}),
-    ({}, {"max_deliver": 1, "ack_policy": "explicit", "backoff": [5]}),
-    ({}, {"deliver_policy": "by_start_time", "opt_start_time": "0001-01-01T00:00:00Z"}),
-    ({}, {"sourcing": True}),
-    ({}, {"direct": True, "deliver_subject": "ddir2"}),
-    ({}, {"metadata": {"a": "x" * (128 * 1024 - 1 - 16)}}),
-    ({"retention": "interest"}, {"num_replicas": 1}),
+    # and the "config" of its reply (observed)
+    # filter outside the stream's subjects
+    ({}, {"filter_subject": "zz"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subject":"zz","replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # deliver_group on a pull consumer
+    ({}, {"deliver_group": "g"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"deliver_group":"g",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # overlapping but neither a subset of the other
+    ({}, {"filter_subjects": ["s.*.c", "s.b.*"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subjects":["s.*.c","s.b.*"],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"filter_subjects": ["s.>", "x.>"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"filter_subjects":["s.\\u003e","x.\\u003e"],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # no upper bound
+    ({}, {"sample_freq": "150"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"150","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sample_freq": "+5%"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"+5%","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # not inside "s.>"
+    ({}, {"deliver_subject": "s"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"s","inactive_threshold":5000000000,'
+      '"num_replicas":0,' + MD0 + "}")),
+    # clamped to 0 first
+    ({}, {"deliver_subject": "dq", "max_waiting": -5},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"dq","inactive_threshold":5000000000,'
+      '"num_replicas":0,' + MD0 + "}")),
+    ({}, {"deliver_subject": "dq", "max_ack_pending": -1},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_ack_pending":-1,"deliver_subject":"dq",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"max_expires": 1000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"max_expires":1000000,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    # pull-only limits ignored on push
+    ({}, {"deliver_subject": "dq5", "max_expires": 5},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_expires":5,"deliver_subject":"dq5",'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"ack_policy": "none", "backoff": [3000000000]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","ack_wait":3000000000,'
+      '"max_deliver":-1,"backoff":[3000000000],"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"max_deliver": 1, "ack_policy": "explicit", "backoff": [5]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"explicit","ack_wait":5,'
+      '"max_deliver":1,"backoff":[5],"replay_policy":"instant","max_waiting":512,'
+      '"max_ack_pending":1000,"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"deliver_policy": "by_start_time", "opt_start_time": "0001-01-01T00:00:00Z"},
+     ('{"name":"ok","deliver_policy":"by_start_time","opt_start_time":"0001-01-01T00:00:00Z",'
+      '"ack_policy":"none","max_deliver":-1,"replay_policy":"instant","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sourcing": True},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"sourcing":true,' + MD0 + "}")),
+    ({}, {"direct": True, "deliver_subject": "ddir2"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","deliver_subject":"ddir2","inactive_threshold":5000000000,'
+      '"num_replicas":0,"direct":true,' + MD0 + "}")),
+    ({}, {"metadata": {"a": "x" * (128 * 1024 - 1 - 16)}},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"0",'
+      '"_nats.ver":"2.15.1","a":"'
+      + 'x' * 131055
+      + '"}}')),
+    ({"retention": "interest"}, {"num_replicas": 1},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":1,' + MD0 + "}")),
     ({}, {"ack_policy": "flow_control", "deliver_subject": "dfc8", "flow_control": True,
-          "idle_heartbeat": 1000000000}),
-    ({}, {"description": "é" * 2048}),
-    ({}, {"sample_freq": "007%"}),
-    ({}, {"sample_freq": "-0"}),
-    ({}, {"priority_policy": "overflow", "priority_groups": ["a-b_c/d=e"]}),
-    ({}, {"priority_policy": "overflow", "priority_groups": ["A", "A"]}),
+          "idle_heartbeat": 1000000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"flow_control","max_deliver":-1,'
+      '"replay_policy":"instant","max_ack_pending":1000,"flow_control":true,'
+      '"deliver_subject":"dfc8","idle_heartbeat":1000000000,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"4",'
+      '"_nats.ver":"2.15.1"}}')),
+    ({}, {"description": "é" * 2048},
+     ('{"name":"ok","description":"'
+      + 'é' * 2048
+      + '","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"0",'
+      '"_nats.ver":"2.15.1"}}')),
+    ({}, {"sample_freq": "007%"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"007%","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"sample_freq": "-0"},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","sample_freq":"-0","max_waiting":512,'
+      '"inactive_threshold":5000000000,"num_replicas":0,' + MD0 + "}")),
+    ({}, {"priority_policy": "overflow", "priority_groups": ["a-b_c/d=e"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"1",'
+      '"_nats.ver":"2.15.1"},"priority_groups":["a-b_c/d=e"],"priority_policy":"overflow"}')),
+    ({}, {"priority_policy": "overflow", "priority_groups": ["A", "A"]},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"inactive_threshold":5000000000,'
+      '"num_replicas":0,"metadata":{"_nats.level":"5","_nats.req.level":"1",'
+      '"_nats.ver":"2.15.1"},"priority_groups":["A","A"],"priority_policy":"overflow"}')),
     ({"consumer_limits": {"max_ack_pending": 50, "inactive_threshold": 10000000000}},
-     {"max_ack_pending": 5, "inactive_threshold": 2000000000}),
+     {"max_ack_pending": 5, "inactive_threshold": 2000000000},
+     ('{"name":"ok","deliver_policy":"all","ack_policy":"none","max_deliver":-1,'
+      '"replay_policy":"instant","max_waiting":512,"max_ack_pending":5,'
+      '"inactive_threshold":2000000000,"num_replicas":0,' + MD0 + "}")),
 ]
 
 
-@pytest.mark.parametrize("stream_kw,cfg", ACCEPTED)
-def test_accepted(stream_kw, cfg):
-    MiniEngine(**stream_kw).create(API + "S.ok", req(cfg))
+@pytest.mark.parametrize("stream_kw,cfg,expected", ACCEPTED)
+def test_accepted(stream_kw, cfg, expected):
+    assert PlanStream(**stream_kw).config_json(API + "S.ok", req(cfg)).decode() == expected
 
 
 def test_flow_control_ack_heartbeat_must_be_1s():
     # pedantic keeps the given values, so a 2 s heartbeat reaches the 1 s check (observed)
-    eng = MiniEngine()
+    eng = PlanStream()
     cfg = {"ack_policy": "flow_control", "deliver_subject": "d", "flow_control": True, "idle_heartbeat": 2000000000}
     assert eng.error(API + "S.fc", req(cfg, pedantic=True)) == (
         500, 10052, "flow control ack policy heartbeat needs to be 1s")
@@ -642,34 +737,46 @@ UPDATE_ERRORS = [
 @pytest.mark.parametrize("case", UPDATE_ERRORS, ids=[str(i) for i in range(len(UPDATE_ERRORS))])
 def test_update_errors(case):
     cfg, expected = case[0], case[1]
-    eng = MiniEngine()
+    eng = PlanStream()
     eng.create(API + "S.u1", req(_explicit()))
     body = req(cfg, action=case[2]) if len(case) > 2 else req(cfg)
     assert eng.error(API + "S.u1", body) == expected
 
 
 def test_allowed_updates_and_idempotent_create():
-    eng = MiniEngine()
-    eng.create(API + "S.u1", req(_explicit()))
-    eng.create(API + "S.u1", req(_explicit()))
-    eng.create(API + "S.u1", req(_explicit(), action="create"))  # identical → fine
-    eng.create(API + "S.u1", req(_explicit(description="x"), action="update"))
+    eng = PlanStream()
+    _, first = eng.create(API + "S.u1", req(_explicit()))
+    # the same config again (default action, then "create"): accepted, nothing changes
+    assert eng.create(API + "S.u1", req(_explicit())) == ("u1", first)
+    assert eng.create(API + "S.u1", req(_explicit(), action="create")) == ("u1", first)
+    _, cfg = eng.create(API + "S.u1", req(_explicit(description="x"), action="update"))
+    assert cfg.description == "x" and dataclasses.replace(cfg, description="") == first
     _, cfg = eng.create(API + "S.u1", req(_explicit(
         description="x", max_deliver=3, ack_wait=2000000000, backoff=[2000000000, 3000000000], filter_subject="s.q",
         sample_freq="10", max_ack_pending=7, headers_only=True, max_batch=3, max_expires=5000000, max_bytes=9,
         inactive_threshold=9000000000, metadata={"a": "b"})))
     assert (cfg.max_deliver, cfg.ack_wait, cfg.filter_subject, cfg.max_ack_pending) == (3, 2000000000, "s.q", 7)
-    for extra in ({"priority_policy": "overflow", "priority_groups": ["G"]}, {"num_replicas": 1},
-                  {"filter_subjects": ["s.a", "s.b"]}):
-        eng.create(API + "S.u1", req(_explicit(**extra)))
+    assert (cfg.backoff, cfg.sample_freq, cfg.headers_only, cfg.max_batch, cfg.max_expires, cfg.max_bytes,
+            cfg.inactive_threshold, cfg.metadata["a"]) == (
+        [2000000000, 3000000000], "10", True, 3, 5000000, 9, 9000000000, "b")
+    # each update replaces the whole config (observed: the earlier update's fields are gone)
+    _, cfg = eng.create(API + "S.u1", req(_explicit(priority_policy="overflow", priority_groups=["G"])))
+    assert (cfg.priority_policy, cfg.priority_groups, cfg.description, cfg.max_deliver) == (
+        "overflow", ["G"], "", -1)
+    assert cfg.metadata["_nats.req.level"] == "1"
+    _, cfg = eng.create(API + "S.u1", req(_explicit(num_replicas=1)))
+    assert (cfg.num_replicas, cfg.priority_policy) == (1, "none")
+    _, cfg = eng.create(API + "S.u1", req(_explicit(filter_subjects=["s.a", "s.b"])))
+    assert (cfg.filter_subjects, cfg.num_replicas) == (["s.a", "s.b"], 0)
     # pause_until on an existing consumer is replaced by the stored one (ignored), also for "create"
     _, cfg = eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z")))
-    assert cfg.pause_until is None
-    eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z"), action="create"))
+    assert cfg.pause_until is None and cfg == first
+    _, cfg = eng.create(API + "S.u1", req(_explicit(pause_until="2099-01-01T00:00:00Z"), action="create"))
+    assert cfg.pause_until is None and cfg == first
 
 
 def test_start_time_compared_by_instant_but_create_needs_same_zone():
-    eng = MiniEngine()
+    eng = PlanStream()
     a = {"durable_name": "t1", "deliver_policy": "by_start_time", "opt_start_time": T}
     b = dict(a, opt_start_time="2026-01-02T02:04:05.123456789Z")  # same instant, other zone
     eng.create(API + "S.t1", req(a))
@@ -682,10 +789,12 @@ def test_start_time_compared_by_instant_but_create_needs_same_zone():
 
 
 def test_push_updates():
-    eng = MiniEngine()
+    eng = PlanStream()
     base = {"durable_name": "p1", "deliver_subject": "dp1", "idle_heartbeat": 1000000000, "flow_control": True}
     eng.create(API + "S.p1", req(base))
-    eng.create(API + "S.p1", req(dict(base, deliver_subject="dp1b")))  # no interest → allowed
+    # nobody listens on dp1: the deliver subject may change
+    _, cfg = eng.create(API + "S.p1", req(dict(base, deliver_subject="dp1b")))
+    assert cfg.deliver_subject == "dp1b"
     base["deliver_subject"] = "dp1b"
     assert eng.error(API + "S.p1", req(dict(base, idle_heartbeat=2000000000))) == (
         500, 10012, "heart beats can not be updated")
@@ -693,11 +802,12 @@ def test_push_updates():
         500, 10012, "flow control can not be updated")
     assert eng.error(API + "S.p1", req({k: v for k, v in base.items() if k != "deliver_subject"})) == (
         400, 10088, "consumer idle heartbeat requires a push based consumer")
-    eng.create(API + "S.p1", req(dict(base, rate_limit_bps=1000, deliver_group="gg")))
+    _, cfg = eng.create(API + "S.p1", req(dict(base, rate_limit_bps=1000, deliver_group="gg")))
+    assert (cfg.rate_limit_bps, cfg.deliver_group, cfg.deliver_subject) == (1000, "gg", "dp1b")
     assert eng.error(API + "S.p1", req(dict(base, max_waiting=1))) == (
         400, 10080, "consumer in push mode can not set max waiting")
     # the old deliver subject still has a subscriber (observed with a live subscription)
-    eng.interest.add("dp1b")
+    eng.consumers["p1"].active = True
     assert eng.error(API + "S.p1", req(dict(base, deliver_subject="other"))) == (
         400, 10013, "consumer name already in use")
 
@@ -711,7 +821,7 @@ def test_push_to_pull_text():
 
 
 def test_ephemeral_threshold_restamped_from_the_stored_consumer():
-    eng = MiniEngine()
+    eng = PlanStream()
     eng.create(API + "S.e1", req({}))
     eng.create(API + "S.e1", req({}))
     # stored config has the 5 s stamp, the new one does not → "create" sees a difference
@@ -733,11 +843,14 @@ def test_ephemeral_threshold_restamped_from_the_stored_consumer():
 
 
 def test_create_action_metadata_rules():
-    eng = MiniEngine()
-    eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {"_nats.req.level": "3"},
-                                  "pause_until": "2099-01-01T00:00:00Z"}))
-    eng.create(API + "S.kk", req({"durable_name": "kk"}, action="create"))
-    eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {}}, action="create"))
+    eng = PlanStream()
+    _, stored = eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {"_nats.req.level": "3"},
+                                              "pause_until": "2099-01-01T00:00:00Z"}))
+    assert stored.metadata == {"_nats.req.level": "1"}  # the server's own level replaces the given one
+    # "create" of the same config: the server's metadata and the stored pause_until are not a
+    # difference (observed: the reply shows the stored consumer, pause_until included)
+    assert eng.create(API + "S.kk", req({"durable_name": "kk"}, action="create")) == ("kk", stored)
+    assert eng.create(API + "S.kk", req({"durable_name": "kk", "metadata": {}}, action="create")) == ("kk", stored)
     assert eng.error(API + "S.kk", req({"durable_name": "kk", "metadata": {"x": "y"}}, action="create")) == (
         400, 10148, "consumer already exists")
     assert eng.error(API + "S.zz", req({}, action="update")) == (400, 10149, "consumer does not exist")
@@ -749,15 +862,52 @@ def test_create_action_metadata_rules():
 
 
 def test_max_consumers():
-    eng = MiniEngine(max_consumers=2)
+    eng = PlanStream(max_consumers=2)
     eng.create(API + "S.a", req({"durable_name": "a"}))
     eng.create(API + "S.b", req({"durable_name": "b"}))
     assert eng.error(API + "S.c", req({"durable_name": "c"})) == (400, 10026, "maximum consumers limit reached")
-    eng.create(API + "S.a", req({"durable_name": "a", "description": "x"}))  # updates are not counted
+    # an update is not a new consumer: not refused at the limit
+    assert eng.create(API + "S.a", req({"durable_name": "a", "description": "x"}))[1].description == "x"
+
+
+def test_server_and_account_limits():
+    """The jetstream limits (max_ack_pending, max_request_batch: a pull consumer's defaults and
+    maxima) and the account's max_consumers, as conformance/test_js_limits.py and
+    test_js_accounts.py observe them on both servers."""
+    eng = PlanStream(CreateLimits(server_max_ack_pending=100, server_max_request_batch=50,
+                                  account_max_consumers=3))
+    _, cfg = eng.create(API + "S.C", req({"durable_name": "C", "ack_policy": "explicit"}))
+    assert (cfg.max_ack_pending, cfg.max_batch) == (100, 50)
+    assert eng.error(API + "S.P", req({"durable_name": "P", "ack_policy": "explicit", "max_ack_pending": 101})) == (
+        400, 10121, "consumer max ack pending exceeds system limit of 100")
+    assert eng.error(API + "S.B", req({"durable_name": "B", "ack_policy": "explicit", "max_batch": 51})) == (
+        400, 10125, "consumer max request batch exceeds server limit of 50")
+    eng.create(API + "S.D", req({"durable_name": "D"}))
+    # a sourcing consumer (a mirror's or source's) does not count against the limit
+    eng.create(API + "S.M", req({"durable_name": "M", "sourcing": True}))
+    eng.create(API + "S.E", req({"durable_name": "E"}))
+    assert eng.error(API + "S.F", req({"durable_name": "F"})) == (400, 10026, "maximum consumers limit reached")
+
+
+def test_sourcing_and_direct_consumers_are_left_out():
+    """Not counted against max_consumers: consumers made with ``sourcing``; not compared for
+    work-queue overlap: ``sourcing`` and ``direct`` ones (observed; conformance
+    test_js_consumer_limits_skip_sourcing_and_direct)."""
+    eng = PlanStream(max_consumers=2)
+    for name, extra in (("a", {}), ("m", {"sourcing": True}), ("b", {})):
+        eng.create(API + "S." + name, req({"durable_name": name, **extra}))
+    assert eng.error(API + "S.c", req({"durable_name": "c"})) == (400, 10026, "maximum consumers limit reached")
+    eng = PlanStream(retention="workqueue")
+    eng.create(API + "S.m", req({"durable_name": "m", "ack_policy": "explicit", "sourcing": True}))
+    eng.create(API + "S.dd", req({"name": "dd", "ack_policy": "explicit", "direct": True, "deliver_subject": "dx"}))
+    _, cfg = eng.create(API + "S.w", req({"durable_name": "w", "ack_policy": "explicit"}))
+    assert CC.filters_of(cfg) == []
+    assert eng.error(API + "S.w2", req({"durable_name": "w2", "ack_policy": "explicit"})) == (
+        400, 10099, "multiple non-filtered consumers not allowed on workqueue stream")
 
 
 def test_workqueue_rules():
-    eng = MiniEngine(retention="workqueue")
+    eng = PlanStream(retention="workqueue")
     w = lambda name, **kw: req(dict({"durable_name": name, "ack_policy": "explicit"}, **kw))
     not_unique = (400, 10100, "filtered consumer not unique on workqueue stream")
     eng.create(API + "S.w1", w("w1", filter_subject="s.a.*"))
@@ -767,8 +917,10 @@ def test_workqueue_rules():
     assert eng.error(API + "S.w5", w("w5")) == (
         400, 10099, "multiple non-filtered consumers not allowed on workqueue stream")
     assert eng.error(API + "S.w1", w("w1", filter_subject="s.b.c")) == not_unique
-    eng.create(API + "S.w1", w("w1", filter_subject="s.a.c"))
-    eng.create(API + "S.w1", w("w1"))  # an existing consumer may become unfiltered (observed)
+    assert eng.create(API + "S.w1", w("w1", filter_subject="s.a.c"))[1].filter_subject == "s.a.c"
+    # an existing consumer may become unfiltered (observed)
+    _, cfg = eng.create(API + "S.w1", w("w1"))
+    assert CC.filters_of(cfg) == []
     # existing consumer: overlap is checked before the update rules / WQ ack rules
     assert eng.error(API + "S.w3", w("w3", filter_subject="s.b.>", deliver_policy="new")) == not_unique
     assert eng.error(API + "S.w3", w("w3", filter_subject="s.b.>", ack_policy="all")) == not_unique
@@ -778,7 +930,7 @@ def test_workqueue_rules():
 
 
 def test_names():
-    eng = MiniEngine()
+    eng = PlanStream()
     eng.create(API + "S." + "n" * 255, req({"durable_name": "n" * 255}))
     too_long = (400, 10102, "consumer name is too long, maximum allowed is 255")
     assert eng.error(API + "S." + "n" * 256, req({"durable_name": "n" * 256})) == too_long
@@ -788,7 +940,7 @@ def test_names():
     assert eng.error(API + "S." + "é" * 128, req({})) == store
     eng.create(API + "S." + "ü" * 127, req({}))
     eng.create(API + "S." + "q" * 256, req({"mem_storage": True}))
-    MiniEngine(storage="memory").create(API + "S." + "q" * 256, req({}))
+    PlanStream(storage="memory").create(API + "S." + "q" * 256, req({}))
     assert CC.assign_name(CC.ConsumerConfig(), taken=()) != ""
 
 

@@ -83,13 +83,29 @@ async def test_sampling_draws_like_nats_server(srv: Server, nc: Any,
         await metrics.next_msg(timeout=0.1)
 
 
-async def test_no_draw_without_a_listener_needed(nc: Any) -> None:
-    """Without subscribers nothing is published (and acks work as usual)."""
+async def test_no_draw_without_a_listener_needed(srv: Server, nc: Any,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without subscribers nothing is published (and acks work as usual); at 100% nothing is
+    drawn."""
+    def no_draw(n: int) -> int:
+        raise AssertionError("sample_freq 100% draws nothing")
+
+    monkeypatch.setattr(srv.randomness.child("ack-sampling"), "randrange", no_draw)
     got = await setup(nc, 2, sample_freq="100%")
+    bus = srv.jetstream.bus  # type: ignore[union-attr]
+    published: list[bytes] = []
+    publish = bus.publish
+
+    def recording(subject: bytes, *args: Any, **kw: Any) -> int:
+        published.append(bytes(subject))
+        return publish(subject, *args, **kw)
+
+    monkeypatch.setattr(bus, "publish", recording)
     for m in got:
         await nc.request(m.reply, b"", timeout=2)
     i = await api(nc, "CONSUMER.INFO.E.c")
     assert i["num_ack_pending"] == 0 and i["ack_floor"]["stream_seq"] == 2
+    assert published and not [s for s in published if s.startswith(b"$JS.EVENT.")]
 
 
 async def test_nak_and_term_advisories(nc: Any) -> None:

@@ -236,10 +236,10 @@ async def test_deleted_consumers_leave_the_streams_sets(tmp_path: Path) -> None:
         await sub.next_msg(timeout=2)
         stream = server.jetstream.streams["S"]  # type: ignore[union-attr]
         consumer = stream.consumers["c"]
-        assert consumer in stream.holders and consumer in stream.wakeable
+        assert consumer in stream.signals.holders and consumer in stream.signals.wakeable
         out = await api(nc, "CONSUMER.DELETE.S.c")
         assert out.get("success") is True, out
-        assert not stream.holders and not stream.wakeable
+        assert not stream.signals.holders and not stream.signals.wakeable
     finally:
         await nc.close()
         await server.stop()
@@ -281,7 +281,7 @@ async def test_unfiltered_twin_after_announcement_gaps(seed: int, storage: str,
             # one synchronous burst: nothing is announced in between on a file stream
             for _ in range(rnd.randint(1, 8)):
                 seq = stream.store.last_seq + rnd.choice((1, 1, 2, 5))
-                stream.store_replicated(rnd.choice(SUBJECTS), None, b"x", seq=seq)
+                stream.store_sourced(rnd.choice(SUBJECTS), None, b"x", seq=seq)
             await t.compare(f"{step} burst")
             if rnd.random() < 0.4:
                 await t.ack_some()

@@ -192,10 +192,11 @@ async def test_state_document_round_trips(tmp_path):
             stream.store.store_msg(f"s.{i % 3}", None, b"x", 1_000_000_000 * (i + 1))
         cfg = consumer_config_from_dict({"durable_name": "d", "ack_policy": "explicit"})
         c = Consumer(stream, "d", cfg)
-        c.dseq, c.sseq, c.adflr, c.asflr = 7, 9, 2, 3
-        c.pending = {4: [3, 5, 4_000_000_000], 6: [5, 6, 6_500_000_000], 8: [6, 7, 8_000_000_000]}
-        c.rdc = {4: 1, 6: 3}
-        c._write_state()
+        c.dseq, c.sseq, c.acks.adflr, c.acks.asflr = 7, 9, 2, 3
+        c.acks.pending = {4: [3, 5, 4_000_000_000], 6: [5, 6, 6_500_000_000],
+                          8: [6, 7, 8_000_000_000]}
+        c.acks.rdc = {4: 1, 6: 3}
+        c.durable.write()
         doc = json.loads(stream.store.get_meta(STATE_PREFIX + "d"))
         assert doc["state"] == {"dseq": 7, "sseq": 9, "adflr": 2, "asflr": 3,
                                 "pending": [[4, 3, 4_000_000_000], [6, 5, 6_500_000_000],
@@ -204,7 +205,7 @@ async def test_state_document_round_trips(tmp_path):
         assert doc["name"] == "d" and doc["config"]["durable_name"] == "d"
         back = Consumer.restore(stream, doc)
         back.stop()
-        assert (back.dseq, back.sseq, back.adflr, back.asflr) == (7, 9, 2, 3)
+        assert (back.dseq, back.sseq, back.acks.adflr, back.acks.asflr) == (7, 9, 2, 3)
         assert sorted(back.pending) == [4, 6, 8]
         assert back.pending[6][0] == 5 and back.pending[6][2] == 6_000_000_000
         assert back.rdc[6] == 3 and back.rdc[4] == 1

@@ -96,7 +96,7 @@ async def test_pin_not_persisted_and_dropped_on_delete(nc: Any, server: Any) -> 
     await pull(nc, "pull.a", batch=1, group="A")
     assert (await sub.next_msg(timeout=2)).headers["Nats-Pin-Id"]
     consumer = server.jetstream.streams["S"].consumers["c"]
-    assert consumer._pin_timer is not None
+    assert consumer.priority.pin_timer is not None
     out = await api(nc, "CONSUMER.DELETE.S.c")
     assert out["success"] is True
-    assert consumer._pin_timer is None
+    assert consumer.priority.pin_timer is None

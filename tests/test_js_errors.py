@@ -120,6 +120,32 @@ def test_table_is_complete_and_consistent():
         assert not re.search(r"\{\w+\}", err.description)
 
 
+def test_catalogue_module_is_what_the_data_file_generates():
+    """errors_catalogue.py is generated from errors.json; an edit to either alone fails here."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "gen_errors.py"
+    spec = importlib.util.spec_from_file_location("gen_errors", path)
+    gen_errors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_errors)
+    assert gen_errors.main(["--check"]) == 0
+
+
+def test_data_file_keeps_nats_server_fields_and_every_entry():
+    import json
+    from pathlib import Path
+
+    from minijs.jetstream import errors_catalogue
+
+    path = Path(errors_catalogue.__file__).with_name("errors.json")
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    fields = {"constant", "code", "error_code", "description", "comment", "help", "url", "deprecates"}
+    assert all(set(e) == fields for e in entries)
+    assert {e["error_code"]: (e["code"], e["constant"], e["description"]) for e in entries} == {
+        ec: tuple(spec) for ec, spec in E.ERRORS.items()}
+
+
 def test_make_and_wrap():
     assert E.make(10043, seq=12).description == "sequence 12 not found"
     inner = E.stream_not_found()

@@ -204,6 +204,33 @@ async def test_given_consumer_kept_while_followed(server: Server, nc: Any,
     assert await names(nc, "O") == []
 
 
+async def test_fed_consumer_hears_of_removed_messages(server: Server, nc: Any,
+                                                      clock: VirtualClock) -> None:
+    """A consumer a link feeds from (here a given one) holds what the link read until the
+    flow-control ack: a message removed from the origin meanwhile is acked as a +TERM
+    (``Unacknowledged message was deleted``) like any pending message."""
+    await create(nc, "O", subjects=["o.>"], storage="memory")
+    out = await api(nc, "CONSUMER.CREATE.O.UC", {"stream_name": "O", "config": {
+        "durable_name": "UC", "ack_policy": "flow_control", "deliver_subject": "d.uc",
+        "max_ack_pending": 10}})
+    assert "error" not in out, out
+    await create(nc, "S", sources=[{"name": "O", "consumer": {"name": "UC", "deliver_subject": "d.uc"}}],
+                 storage="memory")
+    await turns()
+    consumer = server.jetstream.streams["O"].consumers["UC"]  # type: ignore[union-attr]
+    assert consumer.feeder is not None
+    events = await nc.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.O.UC")
+    await nc.request("o.a", b"1", timeout=2)
+    await turns()
+    assert (await info(nc, "S"))["state"]["messages"] == 1
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["num_ack_pending"] == 1
+    out = await api(nc, "STREAM.MSG.DELETE.O", {"seq": 1})
+    assert out.get("success") is True, out
+    ev = (await events.next_msg(timeout=2)).data
+    assert b'"reason":"Unacknowledged message was deleted"' in ev
+    assert (await api(nc, "CONSUMER.INFO.O.UC"))["num_ack_pending"] == 0
+
+
 async def test_followed_stream_becomes_interest(server: Server, nc: Any) -> None:
     """A followed limits stream updated to interest retention: the link (no consumer of the
     origin's own) counts as interest for what its filter selects, and removes nothing."""
@@ -271,11 +298,37 @@ async def test_source_position_from_headers_without_metadata(tmp_path: Path) -> 
     await srv.stop()
 
 
+async def test_source_start_time_survives_a_restart(tmp_path: Path) -> None:
+    """A file stream keeps its config as its reply shows it (times as RFC 3339 text); recovered,
+    a source's ``opt_start_time`` is a time again, with its zone: the stream answers INFO with
+    the same config and keeps sourcing."""
+    srv = Server(port=0, jetstream=True, clock=VirtualClock(), store_dir=str(tmp_path / "js"))
+    await srv.start()
+    nc = await nats.connect(srv.client_url)
+    await create(nc, "O", subjects=["o.>"])
+    await nc.request("o.x", b"0", timeout=2)
+    start = "2024-01-01T01:00:00+01:00"
+    created = await create(nc, "S", sources=[{"name": "O", "opt_start_time": start}])
+    await turns(10)
+    await nc.close()
+    await srv.restart()
+    nc = await nats.connect(srv.client_url)
+    out = await info(nc, "S")
+    assert "error" not in out, out
+    assert out["config"] == created["config"]
+    assert out["config"]["sources"][0]["opt_start_time"] == start
+    await nc.request("o.x", b"1", timeout=2)
+    await turns(10)
+    assert srv.jetstream.lookup("S").store.msgs == 2
+    await nc.close()
+    await srv.stop()
+
+
 async def test_streams_without_followers_queue_nothing(server: Server, nc: Any) -> None:
     await create(nc, "P", subjects=["p.>"], storage="memory")
     stream = server.jetstream.lookup("P")
     await nc.request("p.x", b"", timeout=2)
-    assert stream.followers == [] and stream._signals == [] and stream.links_info is None
+    assert stream.followers == [] and stream.signals.queued == [] and stream.links_info is None
 
 
 def test_stream_does_not_import_replication() -> None:

@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers", "minijs.jetstream.streams.stream",
+DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers",
+            "minijs.jetstream.api.streams", "minijs.jetstream.streams.stream",
             "minijs.jetstream.consumers.consumer", "minijs.jetstream.config.stream", "minijs.jetstream.errors",
             "minijs.jetstream.mirrors", "minijs.jetstream.store.memory",
             "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",

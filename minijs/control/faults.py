@@ -38,8 +38,8 @@ from typing import Any
 
 from minijs.core.subjects import is_valid_subject, subject_matches
 from minijs.jetstream import errors as E
-from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
+from minijs.protocol.gomarshal import dumps
 from minijs.randomness import RandomSource
 
 #: Status texts nats-server uses for the statuses a rule may answer with.
@@ -336,7 +336,7 @@ class FaultInjector:
             err = E.ApiError(spec.code, rule.error, rule.description or spec.template)
             self._record(rule.id, "error", subj, f"{err.code}/{err.err_code} {err.description}")
             if reply:
-                self._answer(reply, None, J.dumps({"error": err.to_json()}), origin)
+                self._answer(reply, None, dumps({"error": err.to_json()}), origin)
             return True
         return False
 

@@ -43,7 +43,8 @@ import math
 from typing import Any, Callable
 
 from minijs.control.faults import FaultError, FaultRule
-from minijs.jetstream import jsonfmt as J
+from minijs.protocol.gomarshal import dumps
+from minijs.protocol.gotime import go_time
 
 PREFIX = b"$MINIJS."
 
@@ -213,7 +214,7 @@ class ControlPlane:
             # Past the fault rules: a rule on ``>`` or ``_INBOX.>`` must not eat the answer.
             faults = self.server.faults
             injector = faults.of_server(self.node) if hasattr(faults, "of_server") else faults
-            injector.publish_unfaulted(reply, None, None, J.dumps(_jsonable(result)), origin)
+            injector.publish_unfaulted(reply, None, None, dumps(_jsonable(result)), origin)
 
     def _authorized(self, origin: Any) -> bool:
         config = self.server.config
@@ -231,7 +232,7 @@ class ControlPlane:
         # Virtual clocks: seconds since the clock's start (0 again after a reset); the wall
         # clock: seconds since the server started.
         elapsed = clock.monotonic() if virtual else clock.time() - self.server.start_time
-        return {"virtual": virtual, "time": J.go_time(ns), "unix_nano": ns, "elapsed": elapsed}
+        return {"virtual": virtual, "time": go_time(ns), "unix_nano": ns, "elapsed": elapsed}
 
     def _clock_now(self, payload: bytes) -> dict[str, Any]:
         _body(payload, {})

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minijs.core.subjects import is_valid_subject
-from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.config.stream import to_json_dict
+from minijs.protocol.gojson import parse_json
+from minijs.protocol.gomarshal import dumps
 
 
 @dataclass(frozen=True)
@@ -262,22 +263,23 @@ def consumer(server: Any, stream_name: str, name: str, account: str | None = Non
     if c is None:
         raise LookupError(f"stream {stream_name!r} has no consumer {name!r}")
     info = c.info()
-    pending = [PendingAck(stream_seq=seq, consumer_seq=p[0], deliveries=c.rdc.get(seq, 1),
+    acks = c.acks
+    pending = [PendingAck(stream_seq=seq, consumer_seq=p[0], deliveries=acks.rdc.get(seq, 1),
                           due=(p[1] / 1e9) if p[1] > 0 else None)
-               for seq, p in sorted(c.pending.items())]
+               for seq, p in sorted(acks.pending.items())]
     waiting = [WaitingPull(reply=wr.reply.decode(), batch=wr.n, max_bytes=wr.b,
                            no_wait=wr.no_wait,
                            expires_after=(wr.expires / 1e9) if wr.expires else None)
-               for wr in c.waiting]
+               for wr in c.pull.waiting]
     delivered, floor = info["delivered"], info["ack_floor"]
     return ConsumerSnapshot(
-        stream=stream_name, name=name, config=J.parse_json(J.dumps(info["config"])),
+        stream=stream_name, name=name, config=parse_json(dumps(info["config"])),
         delivered_stream_seq=delivered["stream_seq"],
         delivered_consumer_seq=delivered["consumer_seq"],
         ack_floor_stream_seq=floor["stream_seq"], ack_floor_consumer_seq=floor["consumer_seq"],
         num_pending=info["num_pending"], num_ack_pending=info["num_ack_pending"],
         num_redelivered=info["num_redelivered"], pending=pending, waiting=waiting,
-        redelivery_queue=list(c.rdq), paused=bool(info.get("paused")),
+        redelivery_queue=list(acks.rdq), paused=bool(info.get("paused")),
         push_bound=bool(info.get("push_bound")))
 
 

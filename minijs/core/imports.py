@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from minijs.authconfig import Export, Import, Mapping
+from minijs.core.fanout import fan_out, receivers
 from minijs.core.msgtrace import go_json, go_time
 from minijs.core.subjects import is_subset, is_valid_subject, subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription
@@ -457,12 +458,7 @@ class AccountLinks:
         if not only:
             tdest = exporter.new_response(self, trace.dest.encode(), si.export, keep=True)
             hdr = set_header(hdr, TRACE_DEST, tdest)
-        result = exporter.sublist.match(to)
-        subs = [sub for sub in result.plain if not sub.closed]
-        for members in result.groups.values():
-            sub = _pick(members, None, self.router.queue_draw)
-            if sub is not None:
-                subs.append(sub)
+        subs = list(receivers(exporter.sublist.match(to), None, self.router.queue_draw))
         for sub in subs:
             if sub.conn is not None:
                 trace.egress(sub.conn.cid, sub.conn.name, sub.subject.decode(errors="replace"),
@@ -497,13 +493,8 @@ class AccountLinks:
         only = trace.only
         if self.stream_out:
             for si, to in self._stream_targets(subject):
-                result = si.target.sublist.match(to)
-                subs = [s for s in result.plain if not s.closed]
-                for members in result.groups.values():
-                    sub = _pick(members, None, self.router.queue_draw)
-                    if sub is not None:
-                        subs.append(sub)
-                for sub in subs:
+                for sub in list(receivers(si.target.sublist.match(to), None,
+                                          self.router.queue_draw)):
                     trace.stream_export(si.target.account, to.decode(errors="replace"))
                     if si.allow_trace and sub.conn is not None:
                         # nats-server names the shadow subscription it made in this account
@@ -691,33 +682,7 @@ def set_header(header: bytes | None, name: bytes, value: bytes) -> bytes:
 def deliver_in(router: Any, sublist: Any, subject: bytes, reply: bytes | None,
                header: bytes | None, payload: bytes, origin: Any) -> int:
     """Deliver to the matching subscribers of one account (no no-responders status)."""
-    result = sublist.match(subject)
-    delivered = 0
-    for sub in result.plain:
-        if sub.closed:
-            continue
-        conn = sub.conn
-        if conn is None:
-            sub.callback(sub, subject, reply, header, payload, origin)
-        elif conn is origin and not conn.echo:
-            continue
-        else:
-            conn.deliver(sub, subject, reply, header, payload)
-        delivered += 1
-    for members in result.groups.values():
-        sub = _pick(members, origin, router.queue_draw)
-        if sub is None:
-            continue
-        if sub.conn is None:
-            sub.callback(sub, subject, reply, header, payload, origin)
-        else:
-            sub.conn.deliver(sub, subject, reply, header, payload)
-        delivered += 1
-    if delivered:
-        stats = router.stats
-        stats.out_msgs += delivered
-        stats.out_bytes += delivered * (len(payload) + (len(header) if header else 0))
-    return delivered
+    return fan_out(router, sublist.match(subject), subject, reply, header, payload, origin)
 
 
 def shadow_subject(si: _StreamImport, sub: Subscription) -> str:
@@ -778,18 +743,6 @@ def _deliver_sub(router: Any, sub: Subscription, subject: bytes, reply: bytes | 
     stats = router.stats
     stats.out_msgs += 1
     stats.out_bytes += len(payload) + (len(header) if header else 0)
-
-
-def _pick(members: list[Subscription], origin: Any, draw: Callable[[int], int]
-          ) -> Subscription | None:
-    n = len(members)
-    start = draw(n) if n > 1 else 0
-    for i in range(n):
-        sub = members[(start + i) % n]
-        if sub.closed or (sub.conn is not None and sub.conn is origin and not origin.echo):
-            continue
-        return sub
-    return None
 
 
 # ----------------------------------------------------------------------------- setup

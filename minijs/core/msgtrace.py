@@ -117,12 +117,9 @@ def is_valid_publish_subject(subject: str) -> bool:
 def go_time(ns: int) -> str:
     """Go's ``time.Time`` JSON text of ``ns`` since the epoch, in UTC (RFC 3339, nanoseconds,
     trailing zeros trimmed)."""
-    import time as _time
-    secs, frac = divmod(int(ns), 1_000_000_000)
-    out = _time.strftime("%Y-%m-%dT%H:%M:%S", _time.gmtime(secs))
-    if frac:
-        out += "." + ("%09d" % frac).rstrip("0")
-    return out + "Z"
+    from minijs.protocol.gotime import rfc3339_nano
+
+    return rfc3339_nano(ns)
 
 
 _GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",

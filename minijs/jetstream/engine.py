@@ -22,7 +22,7 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from minijs.config import AccountLimits, JetStreamLimitOpts
+from minijs.config import AccountLimits, JetStreamLimitOpts, ServerConfig
 from minijs.jetstream.advisory import Advisories
 from minijs.jetstream.bus import MessageBus
 from minijs.jetstream.store import stream_store_path
@@ -37,17 +37,13 @@ if TYPE_CHECKING:  # imported when the first stream is created or recovered (a f
 
 __all__ = ["JetStream", "StoreDirError", "check_store_dir"]
 
-#: nats-server flushes its file store every 2 minutes by default (``sync_interval``); LMDB
-#: commits survive a killed process without an fsync, so minijs syncs on the same period.
-SYNC_INTERVAL = 120.0
-
 
 class JetStreamGroup:
     """What the engines of one server share: the streams with writes buffered this turn
     (committed together at the end of it, so the router has one thing to flush) and the
     server-wide usage and reservations ``max_memory_store`` / ``max_file_store`` bound."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: ServerConfig) -> None:
         self.config = config
         #: account name -> its engine
         self.engines: dict[str, JetStream] = {}
@@ -56,10 +52,9 @@ class JetStreamGroup:
         self.store_dir: str | None = config.store_dir
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
-        self.domain: str = getattr(config, "js_domain", "") or ""
-        self.js_limits: JetStreamLimitOpts = (getattr(config, "js_limits", None)
-                                              or JetStreamLimitOpts())
-        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self.domain: str = config.js_domain
+        self.js_limits: JetStreamLimitOpts = config.js_limits
+        self.sync_interval = float(config.js_sync_interval)
         self._server_limits: tuple[int, int] | None = None
 
     def mark_dirty(self, stream: Stream) -> None:
@@ -210,13 +205,13 @@ class JetStreamGroup:
         """The omitempty tail of nats-server's ``JetStreamConfig`` after ``store_dir``."""
         config = self.config
         out: dict[str, Any] = {"sync_interval": round(self.sync_interval * 1_000_000_000)}
-        if getattr(config, "js_sync_always", False):
+        if config.js_sync_always:
             out["sync_always"] = True
         if self.domain:
             out["domain"] = self.domain
-        if getattr(config, "js_unique_tag", ""):
+        if config.js_unique_tag:
             out["unique_tag"] = config.js_unique_tag
-        if getattr(config, "js_strict", True):
+        if config.js_strict:
             out["strict"] = True
         return out
 
@@ -224,16 +219,17 @@ class JetStreamGroup:
 class JetStream:
     """JetStream for one account of a server."""
 
-    def __init__(self, server: MessageBus, *, temp_dir: str | None = None,
+    def __init__(self, bus: MessageBus, *, temp_dir: str | None = None,
                  account: str = "$G", group: JetStreamGroup | None = None,
                  limits: AccountLimits | None = None, owns_temp_dir: bool = True) -> None:
-        self.server = server
-        self.clock = server.clock
-        self.log = server.log
+        #: The message bus of the account this engine serves (the router, or its view of it).
+        self.bus = bus
+        self.clock = bus.clock
+        self.log = bus.log
         self.streams: dict[str, Stream] = {}
         self.api_total = 0
         self.api_errors = 0
-        config = server.config
+        config = bus.config
         #: File streams' private directory when no store directory is configured (kept across
         #: a restart of the same server, removed at its shutdown).
         self._temp_dir: str | None = temp_dir
@@ -241,7 +237,7 @@ class JetStream:
         self.max_memory = config.max_memory_store if config.max_memory_store is not None else -1
         self.max_storage = config.max_file_store if config.max_file_store is not None else -1
         if group is None:
-            group = JetStreamGroup(server.config)
+            group = JetStreamGroup(bus.config)
         self.group = group
         group.engines[account] = self
         self.mark_dirty = group.mark_dirty  # type: ignore[method-assign]  # (per publish)
@@ -249,21 +245,21 @@ class JetStream:
         #: engines of several accounts share one, which the server removes).
         self._owns_temp_dir = owns_temp_dir
         self._sync_timer: Any = None
-        self.advisories = Advisories(server, getattr(config, "js_domain", "") or "")
+        self.advisories = Advisories(bus, config.js_domain)
         self._replicator: Replicator | None = None
         self.started = False
         #: The jetstream { } block's other settings (see ServerConfig.js_*).
-        self.domain: str = getattr(config, "js_domain", "") or ""
-        self.js_limits: JetStreamLimitOpts = getattr(config, "js_limits", None) or JetStreamLimitOpts()
-        self.sync_interval = float(getattr(config, "js_sync_interval", SYNC_INTERVAL))
+        self.domain: str = config.js_domain
+        self.js_limits: JetStreamLimitOpts = config.js_limits
+        self.sync_interval = float(config.js_sync_interval)
         self.account_limits = AccountLimits()
         if limits is None:
-            limits = getattr(config, "js_account_limits", None) or AccountLimits()
+            limits = config.js_account_limits
         self.set_account_limits(limits)
         self._limit_logged: dict[str, float] = {}
         #: The account this engine serves, as log lines and store paths name it.
         self.account_name = account
-        self.max_buffered_size: int = getattr(config, "js_max_buffered_size", 0) or 0
+        self.max_buffered_size: int = config.js_max_buffered_size
         #: In a cluster: this node's :class:`~minijs.jetstream.cluster.meta.JetStreamCluster`
         #: (the meta group and the replicas); None on a server of its own.
         self.cluster: Any = None
@@ -415,7 +411,7 @@ class JetStream:
         if not root.is_dir():
             return
         from minijs.jetstream import jsonfmt as J
-        from minijs.jetstream.config.stream import stream_config_from_dict
+        from minijs.jetstream.config.stream import STORED_STREAM_TYPE, stream_config_from_dict
         from minijs.jetstream.consumers.consumer import recover_consumers
         from minijs.jetstream.store import open_store
         from minijs.jetstream.streams.stream import Stream
@@ -432,7 +428,7 @@ class JetStream:
             if raw is None:
                 store.close()
                 continue
-            doc = J.parse_json(raw)
+            doc = J.unmarshal_exact(raw, STORED_STREAM_TYPE)
             cfg = stream_config_from_dict(doc["config"])
             stream = Stream(self, cfg, int(doc["created"]), store)
             self.streams[cfg.name] = stream
@@ -491,7 +487,7 @@ class JetStream:
     def _external_account(self, api: str) -> str | None:
         """The account whose ``$JS.API.>`` this account reaches under the prefix ``api``
         (through a service import), or None."""
-        resolve = getattr(self.server, "resolve_service", None)
+        resolve = getattr(self.bus, "resolve_service", None)
         found = resolve(f"{api.rstrip('.')}.STREAM.INFO.X".encode()) if resolve else None
         if found is None or found[1] != b"$JS.API.STREAM.INFO.X":
             return None
@@ -499,7 +495,7 @@ class JetStream:
 
     def _external_returns(self, account: str, deliver: str) -> bool:
         """Do deliveries on the ``deliver`` prefix in ``account`` come back here?"""
-        return bool(deliver) and self.server.receives_stream(account, f"{deliver}.x".encode())
+        return bool(deliver) and self.bus.receives_stream(account, f"{deliver}.x".encode())
 
     def lookup_external(self, api: str, deliver: str, name: str) -> Stream | None:
         """``external`` mirrors and sources: the stream ``name`` of the account whose

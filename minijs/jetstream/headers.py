@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
+from minijs.config import API_LEVEL
 from minijs.jetstream import errors as E
+from minijs.protocol.gotime import parse_duration
 
 _SECOND = 1_000_000_000
 
@@ -48,6 +50,32 @@ def parse(block: bytes | None) -> dict[str, str]:
         if key not in out:
             out[key] = value.strip().decode("utf-8", "replace")
     return out
+
+
+def slice_header(block: bytes, key: bytes) -> bytes | None:
+    """Go ``sliceHeader``: the value of the first ``\r\n<key>:`` line (exact case), leading
+    spaces skipped, everything else up to the CRLF kept; None when absent."""
+    i = block.find(b"\r\n" + key + b":")
+    if i < 0:
+        return None
+    start = i + 2 + len(key) + 1
+    while start < len(block) and block[start] == 0x20:
+        start += 1
+    end = block.find(b"\r\n", start)
+    return block[start:end if end >= 0 else len(block)]
+
+
+_ATOI = re.compile(r"[+-]?[0-9]+")
+
+
+def api_level_too_high(value: str) -> bool:
+    """nats-server's ``errorOnRequiredApiLevel`` on a non-empty ``Nats-Required-Api-Level``
+    value: refused unless it is a Go ``strconv.Atoi`` integer (ASCII digits, an optional
+    sign, int64 range) not above this server's API level."""
+    if not _ATOI.fullmatch(value):
+        return True
+    level = int(value)
+    return not -(1 << 63) <= level < (1 << 63) or level > API_LEVEL
 
 
 def is_subject_delete_marker(block: bytes | None) -> bool:
@@ -121,33 +149,12 @@ def set_value(block: bytes, name: str, value: str) -> bytes:
     return b"\r\n".join(lines)
 
 
-# Go time.ParseDuration units, in nanoseconds.
-_DUR_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _SECOND,
-              "m": 60 * _SECOND, "h": 3600 * _SECOND}
-_DUR_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
 def parse_go_duration(text: str) -> int | None:
     """Go ``time.ParseDuration`` → ns, or None when it would fail."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
+    try:
+        return parse_duration(text)
+    except ValueError:
         return None
-    total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _DUR_PART.match(s, pos)
-        if m is None or m.group(1) in ("", "."):
-            return None
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    ns = int(total)
-    return -ns if neg else ns
 
 
 def parse_msg_ttl(value: str) -> int:

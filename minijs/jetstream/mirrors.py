@@ -5,7 +5,7 @@ stream. A :class:`Link` (one per mirror, one per entry of ``sources``) reads the
 directly instead: it is set up the way nats-server sets up its consumer (same start positions,
 same retry schedule, the same API accounting), then woken by the origin each time new messages
 are committed there (``Stream.followers``), and it stores what it reads with
-``Stream.store_replicated``.
+``Stream.store_sourced``.
 
 What a client sees, as on nats-server 2.15.1:
 
@@ -82,8 +82,8 @@ Invariants:
 
 The module is given what it needs as :class:`ReplicationHost` (the engine) and works on the
 streams through their public surface; ``stream.py`` does not know it exists. A durable
-consumer's delivery state (``pending``, ``sseq``/``dseq``, ``reset``, ``_ack_all``) is the one
-place it reaches into a consumer (``Link._delivered``, ``Link._ack_through``).
+consumer it feeds from is driven through the consumer's feeder interface (``feed_from``,
+``record_feed``, ``acks.ack_all``, ``reset``; ``Link._delivered``, ``Link._ack_through``).
 """
 from __future__ import annotations
 
@@ -292,9 +292,9 @@ class Link:
         c = self.durable
         self.durable = None
         if c is not None and c.feeder is self:
-            c.feeder = None
+            c.feed_from(None)
             if not c.closed and not c.active:
-                c._start_delete_timer()  # its inactivity threshold counts from now
+                c.start_delete_timer()  # its inactivity threshold counts from now
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
@@ -379,7 +379,7 @@ class Link:
                 self.fails += 1
                 self._retry_later(failed=True)
                 return
-            durable.feeder = self
+            durable.feed_from(self)
             durable.reset(0)  # CONSUMER.RESET: back to its ack floor
             self.durable = durable
             self.consumer_name = durable.name
@@ -397,7 +397,7 @@ class Link:
                 self._retry_later(failed=True)
                 return
             # nats-server resets a sourcing consumer to its ack floor at every setup
-            durable.feeder = self
+            durable.feed_from(self)
             durable.reset(0)
             self.durable = durable
             self.consumer_name = durable.name
@@ -449,7 +449,7 @@ class Link:
                                sourcing=True)
         kind = "mirror" if self.mirror else "src"
         cfg.deliver_subject = (f"$JS.{'M' if self.mirror else 'S'}."
-                               f"{C.generate_consumer_name(origin.server.randomness)}")
+                               f"{C.generate_consumer_name(origin.bus.randomness)}")
         cfg.metadata = {f"_nats.{kind}.stream": self.target.name,
                         f"_nats.{kind}.acc": self.host.account_name}
         if getattr(self.host, "domain", ""):
@@ -466,7 +466,7 @@ class Link:
                 cfg.filter_subjects = srcs
         cfg = C.finalize_new(C.validate_and_default(cfg, origin.config))
         consumer = Consumer(origin, name, cfg)
-        consumer.feeder = self
+        consumer.feed_from(self)
         origin.consumers[name] = consumer
         consumer.start()
         return consumer, True
@@ -510,13 +510,8 @@ class Link:
         if seq < c.sseq:
             return
         now = self.clock.time_ns()
-        # [consumer seq, deadline, timestamp]: flow-control acks have no ack wait
-        c.pending[seq] = [c.dseq, now + 22 * 3600 * _NS, now]
-        c.dseq += 1
-        c.sseq = seq + 1
-        c.delivered_at = now
-        c._npc_valid = False
-        c._changed()
+        # pending until the link's ack: flow-control acks have no ack wait
+        c.record_feed(seq, now, now + 22 * 3600 * _NS)
         if len(c.pending) >= max(c.config.max_ack_pending, 1):
             # nats-server sends a flow-control request at once when max_ack_pending is reached
             if not self._ack_due:
@@ -548,7 +543,7 @@ class Link:
         if c is not self.durable or c.closed:
             return
         before = len(c.pending)
-        c._ack_all(sseq, dseq)
+        c.acks.ack_all(sseq, dseq)
         if before > len(c.pending) >= max(c.config.max_ack_pending, 1):
             self._cancel_ack_timer()
             self._ack_tick()
@@ -718,14 +713,14 @@ class Link:
         try:
             if self.mirror:
                 if sm.seq > target.store.last_seq:
-                    target.store_replicated(self._subject_for(sm.subject),
-                                            _strip_feed_headers(sm.hdr), sm.data,
-                                            ts=sm.ts, seq=sm.seq)
+                    target.store_sourced(self._subject_for(sm.subject),
+                                         _strip_feed_headers(sm.hdr), sm.data,
+                                         ts=sm.ts, seq=sm.seq)
             else:
                 hdr = _remove_header(sm.hdr, b"Nats-Stream-Source")
                 hdr = _strip_feed_headers(hdr)
                 hdr = H.append(hdr, [(H.STREAM_SOURCE, self._source_header(sm))])
-                if target.store_replicated(self._subject_for(sm.subject), hdr, sm.data):
+                if target.store_sourced(self._subject_for(sm.subject), hdr, sm.data):
                     self.stored = sm.seq
                     self.owner.save_position(self)
         except E.ApiError as exc:
@@ -971,7 +966,7 @@ class Replicator:
     def consumer_name(self, link: Link) -> str:
         """The stable name plus the random suffix nats-server gives the direct consumer of a
         limits stream."""
-        return f"{self.stable_consumer_name(link)}-{get_hash(new_id(link.target.server))}"
+        return f"{self.stable_consumer_name(link)}-{get_hash(new_id(link.target.bus))}"
 
     def _remove(self, link: Link, *, count: bool = True) -> None:
         """Stop a link whose stream (or config entry) goes away. nats-server asks the origin

@@ -1,141 +1,64 @@
-"""The ``$JS.API.CONSUMER.>`` endpoints, plugged into :class:`~minijs.jetstream.api.dispatch.JetStreamApi`
-through ``js_consumer_route``: create, info, names, list, delete, pause, unpin, reset and
-``MSG.NEXT``.
+"""The ``$JS.API.CONSUMER.>`` endpoints: create, info, names, list, delete, pause, unpin, reset
+and ``MSG.NEXT``, reached through the route table (:mod:`~minijs.jetstream.api.routes`).
 
 Validation is entirely :mod:`minijs.jetstream.config.consumer` (already byte-exact with
-nats-server); this module sequences those checks the way ``jsConsumerCreateRequest`` does and
-turns the result into a live :class:`~minijs.jetstream.consumers.consumer.Consumer`.
+nats-server), sequenced the way ``jsConsumerCreateRequest`` does by
+:func:`~minijs.jetstream.consumers.create.plan_create`; this module turns the plan into a live
+:class:`~minijs.jetstream.consumers.consumer.Consumer`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
+from minijs.jetstream.api.endpoints import LIST_LIMIT, NAMES_LIMIT, Endpoints, check_api_level
 from minijs.jetstream.config import consumer as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.consumers.consumer import Consumer
-from minijs.protocol import wire
+from minijs.jetstream.consumers.create import CreateLimits, plan_create
 
-if TYPE_CHECKING:
-    from minijs.jetstream.engine import JetStream
-    from minijs.jetstream.streams.stream import Stream
-
-NAMES_LIMIT = 1024
-LIST_LIMIT = 256
 _CONSUMERS_REQUEST = {"offset": J.INT}
 _PAUSE_REQUEST = {"pause_until": J.TIME}
 _UNPIN_REQUEST = J.Struct("JSApiConsumerUnpinRequest", {"group": J.STRING})
 _RESET_REQUEST = J.Struct("JSApiConsumerResetRequest", {"seq": J.UINT64})
 
-Route = tuple[str, str, Callable[..., Any], tuple]
 
-
-class ConsumerApi:
+class ConsumerApi(Endpoints):
     """Serves the consumer endpoints of one engine."""
-
-    def __init__(self, js: "JetStream", api: Any) -> None:
-        self.js = js
-        self.server = api.server
-        #: The ``$JS.API`` dispatcher this serves under (its level check, no-responders path).
-        self.api = api
-
-    # ------------------------------------------------------------------ routing
-
-    def route(self, t: list[str]) -> Route | None:
-        """Tokens after ``$JS.API.`` → ``(kind, response type, handler, args)`` or None (no
-        such endpoint: no reply at all)."""
-        n = len(t)
-        if n < 3:
-            return None
-        op = t[1]
-        if op == "CREATE" or (op == "DURABLE" and t[2] == "CREATE"):
-            subject = "$JS.API." + ".".join(t)
-            if C.parse_create_subject(subject) is None:
-                return None
-            return "json_hdr", "consumer_create_response", self.create, (subject,)
-        if n == 3 and op == "NAMES":
-            return "json", "consumer_names_response", self.names, (t[2],)
-        if n == 3 and op == "LIST":
-            return "json", "consumer_list_response", self.list, (t[2],)
-        if n == 4 and op == "INFO":
-            return "json_hdr", "consumer_info_response", self.info, (t[2], t[3])
-        if n == 4 and op == "DELETE":
-            return "json", "consumer_delete_response", self.delete, (t[2], t[3])
-        if n == 4 and op == "PAUSE":
-            return "json_hdr", "consumer_pause_response", self.pause, (t[2], t[3])
-        if n == 4 and op == "UNPIN":
-            return "json", "consumer_unpin_response", self.unpin, (t[2], t[3])
-        if n == 4 and op == "RESET":
-            return "raw", "", self.reset, (t[2], t[3])
-        if n == 5 and op == "MSG" and t[2] == "NEXT":
-            return "raw", "", self.msg_next, (t[3], t[4])
-        if n == 5 and op == "LEADER" and t[2] == "STEPDOWN":
-            return "json_hdr", "consumer_leader_stepdown_response", self.api.cluster_only, ()
-        return None
-
-    # ------------------------------------------------------------------ helpers
-
-    def _stream(self, name: str) -> "Stream":
-        stream = self.js.lookup(name)
-        if stream is None:
-            raise E.stream_not_found()
-        return stream
-
-    def _consumer(self, stream: "Stream", name: str) -> Consumer:
-        consumer = stream.consumers.get(name)
-        if consumer is None:
-            raise E.consumer_not_found()
-        return consumer
 
     # ------------------------------------------------------------------ create
 
     def create(self, payload: bytes, hdr: bytes | None, subject: str) -> dict:
-        """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``, checks in server order
-        (see the :mod:`consumer_config` module docstring): the body is decoded before the API
-        level header is checked."""
-        form = C.parse_create_subject(subject)
-        assert form is not None  # route() only sends parseable subjects
-        cfg, action, pedantic, req_stream = C.parse_create_request(payload)
-        self.api._check_api_level(hdr)
-        cfg = C.apply_create_subject(form, cfg, req_stream, clustered=self.js.cluster is not None)
-        stream = self._stream(form.stream)
-        key = C.consumer_key(cfg)
-        old = stream.consumers.get(key) if key else None
+        """``jsConsumerCreateRequest`` + ``addConsumerWithAssignment``: the checks in server
+        order are :func:`~minijs.jetstream.consumers.create.plan_create`'s (the body is
+        decoded before the API level header is checked); the plan is applied here."""
         lim, acc = self.js.js_limits, self.js.account_limits
-        cfg = C.validate_and_default(cfg, stream.config, pedantic=pedantic,
-                                     existing=old.config if old else None,
-                                     server_max_ack_pending=lim.max_ack_pending,
-                                     server_max_request_batch=lim.max_request_batch,
-                                     account_max_ack_pending=max(acc.max_ack_pending, 0))
-        others = [(name, C.filters_of(c.config)) for name, c in stream.consumers.items()
-                  if not c.config.direct and not c.config.sourcing]
-        workqueue = stream.config.retention == "workqueue"
-        if old is not None:
-            C.check_create_action(cfg, old.config, action)
-            if workqueue:
-                C.check_workqueue_overlap(key, C.filters_of(cfg), others)
-            cfg = C.check_update(old.config, cfg,
-                                 old_deliver_has_interest=old.is_push and old.active)
-            old.update_config(cfg)
+        stream, plan = plan_create(
+            subject, payload, lookup=self.js.lookup,
+            check_api_level=lambda: check_api_level(hdr),
+            clustered=self.js.cluster is not None, randomness=self.bus.randomness,
+            limits=CreateLimits(server_max_ack_pending=lim.max_ack_pending,
+                                server_max_request_batch=lim.max_request_batch,
+                                account_max_ack_pending=max(acc.max_ack_pending, 0),
+                                account_max_consumers=max(acc.max_consumers, 0)))
+        if plan.update:
+            old = stream.consumers[plan.name]
+            old.update_config(plan.config)
             return old.info()
-        if action == C.ACTION_UPDATE:
-            raise E.consumer_does_not_exist()
-        C.check_max_consumers(stream.config.max_consumers,
-                              sum(1 for c in stream.consumers.values() if not c.config.sourcing),
-                              max(acc.max_consumers, 0))
-        C.check_workqueue_new(cfg, stream.config, others)
-        name = C.assign_name(cfg, stream.consumers.keys(),
-                             file_storage=stream.config.storage == "file" and not cfg.mem_storage,
-                             randomness=stream.server.randomness)
-        cfg = C.finalize_new(cfg)
-        consumer = Consumer(stream, name, cfg)
-        stream.consumers[name] = consumer
-        self._advise(stream.name, name, "create")
+        consumer = Consumer(stream, plan.name, plan.config)
+        stream.consumers[plan.name] = consumer
+        self._advise(stream.name, plan.name, "create")
         if consumer.is_paused():
             consumer.advise_pause()
         consumer.start()
         return consumer.info()
+
+    @staticmethod
+    def create_request(payload: bytes) -> Any:
+        """A create request's body, decoded and checked (nats-server reports a bad one before
+        it looks at the account's JetStream)."""
+        return C.parse_create_request(payload)
 
     # ------------------------------------------------------------------ info / delete / lists
 
@@ -143,7 +66,7 @@ class ConsumerApi:
         """The empty-body check comes before the API level check."""
         if not J.is_empty_request(payload):
             raise E.not_empty_request()
-        self.api._check_api_level(hdr)
+        check_api_level(hdr)
         stream = self._stream(stream_name)
         return self._consumer(stream, name).info()
 
@@ -188,7 +111,7 @@ class ConsumerApi:
         if J.is_object_or_array(payload):
             req = J.decode_strict(payload, _PAUSE_REQUEST, "JSApiConsumerPauseRequest")
             until = int(req.get("pause_until") or 0)
-        self.api._check_api_level(hdr)
+        check_api_level(hdr)
         stream = self._stream(stream_name)
         consumer = self._consumer(stream, name)
         consumer.set_pause(until or None)
@@ -233,7 +156,7 @@ class ConsumerApi:
         rtype = "io.nats.jetstream.api.v1.consumer_reset_response"
         try:
             if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
-                self.api._check_api_level(hdr)
+                check_api_level(hdr)
             seq = 0
             if payload:  # any byte, whitespace too, goes to json.Unmarshal
                 seq = int(J.decode_lenient(payload, _RESET_REQUEST).get("seq") or 0)
@@ -244,7 +167,7 @@ class ConsumerApi:
         except E.ApiError as err:
             body = {"type": rtype, "error": err.to_json(), "reset_seq": 0}
         if reply:
-            self.server.publish(reply, None, None, J.dumps(body))
+            self.bus.publish(reply, None, None, J.dumps(body))
 
     # ------------------------------------------------------------------ MSG.NEXT
 
@@ -257,14 +180,8 @@ class ConsumerApi:
         if consumer is None:
             self.api.no_responders(subject, reply, origin)
             return
-        if not reply:
+        if not reply or self._refuse_api_level(reply, hdr):
             return
-        if hdr and H.REQUIRED_API_LEVEL.encode() in hdr:
-            try:
-                self.api._check_api_level(hdr)
-            except E.ApiError:
-                self.server.publish(reply, None, wire.status_header(412, "Required Api Level"), b"")
-                return
         consumer.next_request(reply, payload)
 
     # ------------------------------------------------------------------ advisories

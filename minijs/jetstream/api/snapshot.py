@@ -133,7 +133,7 @@ def restore_into(js: "JetStream", cfg: StreamConfig, doc: dict[str, Any]) -> "St
     for cdoc in doc.get("consumers", ()):
         consumer = Consumer.restore(stream, cdoc)
         stream.consumers[consumer.name] = consumer
-        if consumer._persist:
+        if consumer.durable.persist:
             store.put_meta(STATE_PREFIX + consumer.name,
                            json.dumps(cdoc, separators=(",", ":")).encode())
         consumer.start()
@@ -154,20 +154,20 @@ class SnapshotSender:
         chunk = min(max(1024, chunk), 1024 * 1024)
         window = max(min(max(1024, window), 32 * 1024 * 1024), chunk)
         self.js = js
-        self.server = js.server
+        self.bus = js.bus
         self.data = data
         self.deliver = deliver.encode()
         self.chunk = chunk
         self.slots = window // chunk
         self.offset = 0
         self.index = 1
-        self.ack_subject = f"$JS.SNAPSHOT.ACK.{stream.name}.{new_id(self.server)}"
+        self.ack_subject = f"$JS.SNAPSHOT.ACK.{stream.name}.{new_id(self.bus)}"
         self._ack_sub: Any = None
         self._timer: Any = None
         self.done = False
         self.stream = stream
         self.client = client
-        self.started = js.server.clock.time_ns()
+        self.started = js.bus.clock.time_ns()
 
     def start(self) -> None:
         self.js.advisories.advise(
@@ -175,7 +175,7 @@ class SnapshotSender:
             "advisory.v1.snapshot_create",
             {"stream": self.stream.name, "state": self.stream.state_json(),
              "client": self.client})
-        self._ack_sub = self.server.subscribe_internal(self.ack_subject + ".>", self._on_ack)
+        self._ack_sub = self.bus.subscribe_internal(self.ack_subject + ".>", self._on_ack)
         self._send()
 
     def _on_ack(self, *_: Any) -> None:
@@ -185,7 +185,7 @@ class SnapshotSender:
         self._send()
 
     def _send(self) -> None:
-        server = self.server
+        bus = self.bus
         while self.slots > 0 and not self.done:
             piece = self.data[self.offset:self.offset + self.chunk]
             if not piece:
@@ -195,19 +195,19 @@ class SnapshotSender:
             self.offset += len(piece)
             if len(piece) < self.chunk:
                 # nats-server's last, short chunk: no ack asked, the end follows at once.
-                server.publish(self.deliver, None, None, piece)
+                bus.publish(self.deliver, None, None, piece)
                 self._finish(STATUS_DONE)
                 return
             reply = f"{self.ack_subject}.{len(piece)}.{self.index}".encode()
             self.index += 1
-            server.publish(self.deliver, reply, None, piece)
+            bus.publish(self.deliver, reply, None, piece)
         if not self.done:
             self._arm()
 
     def _arm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.server.clock.call_later(ACK_TIMEOUT, self._no_flow)
+        self._timer = self.bus.clock.call_later(ACK_TIMEOUT, self._no_flow)
 
     def _no_flow(self) -> None:
         self._timer = None
@@ -222,11 +222,11 @@ class SnapshotSender:
             self._timer.cancel()
             self._timer = None
         if self._ack_sub is not None:
-            self.server.unsubscribe_internal(self._ack_sub)
+            self.bus.unsubscribe_internal(self._ack_sub)
             self._ack_sub = None
-        self.server.publish(self.deliver, None, status, b"")
+        self.bus.publish(self.deliver, None, status, b"")
         fields = {"stream": self.stream.name, "start": J.go_time(self.started),
-                  "end": J.go_time(self.server.clock.time_ns()), "client": self.client}
+                  "end": J.go_time(self.bus.clock.time_ns()), "client": self.client}
         if status == STATUS_NO_FLOW:
             fields["error"] = "no flow response"
         self.js.advisories.advise(
@@ -256,21 +256,21 @@ class RestoreReceiver:
     def __init__(self, js: "JetStream", cfg: StreamConfig, client: dict | None = None) -> None:
         self.js = js
         self.client = client
-        self.started = js.server.clock.time_ns()
+        self.started = js.bus.clock.time_ns()
         js.advisories.advise(f"$JS.EVENT.ADVISORY.STREAM.RESTORE_CREATE.{cfg.name}",
                              "advisory.v1.restore_create", {"stream": cfg.name, "client": client})
-        self.server = js.server
+        self.bus = js.bus
         self.cfg = cfg
-        self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{new_id(self.server)}"
+        self.subject = f"$JS.SNAPSHOT.RESTORE.{cfg.name}.{new_id(self.bus)}"
         self.parts: list[bytes] = []
-        self._sub = self.server.subscribe_internal(self.subject, self._on_chunk)
+        self._sub = self.bus.subscribe_internal(self.subject, self._on_chunk)
         self._timer: Any = None
         self._arm()
 
     def _arm(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._timer = self.server.clock.call_later(RESTORE_STALL, self._stalled)
+        self._timer = self.bus.clock.call_later(RESTORE_STALL, self._stalled)
 
     def _stalled(self) -> None:
         self._timer = None
@@ -282,7 +282,7 @@ class RestoreReceiver:
             self._timer.cancel()
             self._timer = None
         if self._sub is not None:
-            self.server.unsubscribe_internal(self._sub)
+            self.bus.unsubscribe_internal(self._sub)
             self._sub = None
 
     def _on_chunk(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
@@ -302,11 +302,11 @@ class RestoreReceiver:
                 # nats-server answers a chunk it cannot take (and ends the restore).
                 self._close()
                 err = E.stream_restore(NOT_MINIJS)
-                self.server.publish(reply, None, None, J.dumps(
+                self.bus.publish(reply, None, None, J.dumps(
                     {"type": _CREATE_RESPONSE, "error": err.to_json()}))
                 return
             self._arm()
-            self.server.publish(reply, None, None, b"")
+            self.bus.publish(reply, None, None, b"")
             return
         self._close()
         result = self._finish()
@@ -314,9 +314,9 @@ class RestoreReceiver:
             f"$JS.EVENT.ADVISORY.STREAM.RESTORE_COMPLETE.{self.cfg.name}",
             "advisory.v1.restore_complete",
             {"stream": self.cfg.name, "start": J.go_time(self.started),
-             "end": J.go_time(self.server.clock.time_ns()),
+             "end": J.go_time(self.bus.clock.time_ns()),
              "bytes": sum(len(p) for p in self.parts), "client": self.client})
-        self.server.publish(reply, None, None, J.dumps(result))
+        self.bus.publish(reply, None, None, J.dumps(result))
 
     def _finish(self) -> dict[str, Any]:
         body: dict[str, Any] = {"type": _CREATE_RESPONSE}

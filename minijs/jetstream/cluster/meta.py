@@ -286,7 +286,7 @@ class JetStreamCluster:
             change = more.get("change")
             if change:
                 info["cluster"]["desired"] = self._desired_info(change)
-            self._respond(reply, "stream_update_response", info, bus=engine.server)
+            self._respond(reply, "stream_update_response", info, bus=engine.bus)
 
     def _desired_info(self, change: dict) -> dict[str, Any]:
         """The ``desired`` object of a reply whose change of peers is under way (2.15): when
@@ -328,7 +328,7 @@ class JetStreamCluster:
         if reply and sa is not None and self.is_meta_leader():
             engine = self.engine(account)
             self._respond(reply, "stream_delete_response", {"success": True},
-                          bus=engine.server if engine is not None else None)
+                          bus=engine.bus if engine is not None else None)
 
     def _apply_server_remove(self, name: str) -> None:
         """A node leaves the meta group: the group counts one member fewer."""
@@ -341,7 +341,7 @@ class JetStreamCluster:
         engine.advisories.stream_action(stream.name, "create")
         info = stream.info_json(domain=engine.domain)
         info["did_create"] = True
-        self._respond(reply, "stream_create_response", info, bus=engine.server)
+        self._respond(reply, "stream_create_response", info, bus=engine.bus)
 
     def replica_leader_changed(self, replica: StreamReplica, leader: str | None) -> None:
         """A replica of this node learned of a new leader of its stream (or of none)."""
@@ -662,7 +662,7 @@ class JetStreamCluster:
         elif fields:
             body.update(fields)
         if bus is None:
-            bus = api.server if api is not None else self.server
+            bus = api.bus if api is not None else self.server
         bus.publish(reply, None, None, J.dumps(body))
 
     def lookup_config(self, account: str) -> Callable[[str], "StreamConfig | None"]:

@@ -263,7 +263,7 @@ class StreamReplica:
         import json
 
         header = b"NATS/1.0 409 Leadership Change\r\n\r\n"
-        publish = stream.server.publish
+        publish = stream.bus.publish
         for key, value in list(self.inner.iter_meta(PULLS_PREFIX)):
             for reply in json.loads(value):
                 publish(reply.encode(), None, header, b"")
@@ -342,8 +342,7 @@ class StreamReplica:
         if stream is None:
             return
         for consumer in list(stream.consumers.values()):
-            if getattr(consumer, "_save_scheduled", False):
-                consumer._save_soon()
+            consumer.durable.write_now()
         self.engine.flush_now(stream)
 
     def _recorded(self) -> None:
@@ -390,12 +389,12 @@ class StreamReplica:
 
     @staticmethod
     def _release(stream: "Stream", acks: list, signals: list) -> None:
-        publish = stream.server.publish
+        publish = stream.bus.publish
         for reply, ack in acks:
             publish(reply, None, None, ack)
         if signals:
-            stream._signals.extend(signals)
-        stream._release_signals()
+            stream.signals.queued.extend(signals)
+        stream.signals.release()
 
     # ------------------------------------------------------------------ what clients see
 

@@ -47,7 +47,6 @@ Pure module: no I/O, stdlib only.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -57,19 +56,19 @@ from minijs.core import subjects as _subj
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.config.stream import (
-    API_LEVEL,
     LEVEL_KEY,
     MAX_DESCRIPTION_LEN,
     MAX_METADATA_LEN,
     MAX_NAME_LEN,
     REQ_LEVEL_KEY,
-    SERVER_VERSION,
     VERSION_KEY,
     StreamConfig,
     clone_config,
     is_valid_asset_name,
+    reply_metadata,
     static_metadata,
 )
+from minijs.protocol.gojson import OMITEMPTY, RAW, go_field, go_struct, struct_of
 
 __all__ = [
     "ACTION_CREATE",
@@ -201,45 +200,65 @@ CONSUMER_ACTION_TYPE = _enum(
     "unknown consumer action:",
 )
 
-_CONSUMER_CONFIG_FIELDS: dict[str, J.T] = {
-    "durable_name": J.STRING,
-    "name": J.STRING,
-    "description": J.STRING,
-    "deliver_policy": DELIVER_POLICY_TYPE,
-    "opt_start_seq": J.UINT64,
-    "opt_start_time": J.Ptr(J.TIME),
-    "ack_policy": ACK_POLICY_TYPE,
-    "ack_wait": J.DURATION,
-    "max_deliver": J.INT,
-    "backoff": J.Slice(J.DURATION),
-    "filter_subject": J.STRING,
-    "filter_subjects": J.Slice(J.STRING),
-    "replay_policy": REPLAY_POLICY_TYPE,
-    "rate_limit_bps": J.UINT64,
-    "sample_freq": J.STRING,
-    "max_waiting": J.INT,
-    "max_ack_pending": J.INT,
-    "flow_control": J.BOOL,
-    "headers_only": J.BOOL,
-    "max_batch": J.INT,
-    "max_expires": J.DURATION,
-    "max_bytes": J.INT,
-    "deliver_subject": J.STRING,
-    "deliver_group": J.STRING,
-    "idle_heartbeat": J.DURATION,
-    "inactive_threshold": J.DURATION,
-    "num_replicas": J.INT,
-    "mem_storage": J.BOOL,
-    "direct": J.BOOL,
-    "sourcing": J.BOOL,
-    "metadata": J.Map(J.STRING),
-    "pause_until": J.Ptr(J.TIME),
-    "priority_groups": J.Slice(J.STRING),
-    "priority_policy": PRIORITY_POLICY_TYPE,
-    "priority_timeout": J.DURATION,
-}
 
-CONSUMER_CONFIG_TYPE = J.Struct("ConsumerConfig", _CONSUMER_CONFIG_FIELDS)
+# --------------------------------------------------------------------------------------------
+# The dataclass: the field table of server.ConsumerConfig
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConsumerConfig:
+    """Every field nats-server 2.15.1 accepts in a ConsumerConfig, in Go struct (= JSON) order,
+    each declared by its Go type and ``omitempty`` tag (:func:`~minijs.protocol.gojson.go_field`):
+    the strict decoder (:data:`CONSUMER_CONFIG_TYPE`), :func:`consumer_config_from_dict`, the
+    JSON form (:func:`to_json_dict`) and the comparison (:func:`same_config`) are derived from
+    this table.
+
+    Defaults are Go zero values (what an omitted field decodes to), not the server defaults:
+    :func:`validate_and_default` turns e.g. ``max_deliver=0`` into ``-1``.
+    """
+
+    durable_name: str = go_field(J.STRING, OMITEMPTY)
+    name: str = go_field(J.STRING, OMITEMPTY)
+    description: str = go_field(J.STRING, OMITEMPTY)
+    deliver_policy: str = go_field(DELIVER_POLICY_TYPE)
+    opt_start_seq: int = go_field(J.UINT64, OMITEMPTY)
+    opt_start_time: int | None = go_field(J.Ptr(J.TIME), OMITEMPTY)
+    ack_policy: str = go_field(ACK_POLICY_TYPE)
+    ack_wait: int = go_field(J.DURATION, OMITEMPTY)
+    max_deliver: int = go_field(J.INT, OMITEMPTY)
+    backoff: list[int] | None = go_field(J.Slice(J.DURATION), OMITEMPTY)
+    filter_subject: str = go_field(J.STRING, OMITEMPTY)
+    filter_subjects: list[str] | None = go_field(J.Slice(J.STRING), OMITEMPTY)
+    replay_policy: str = go_field(REPLAY_POLICY_TYPE)
+    rate_limit_bps: int = go_field(J.UINT64, OMITEMPTY)
+    sample_freq: str = go_field(J.STRING, OMITEMPTY)
+    max_waiting: int = go_field(J.INT, OMITEMPTY)
+    max_ack_pending: int = go_field(J.INT, OMITEMPTY)
+    flow_control: bool = go_field(J.BOOL, OMITEMPTY)
+    headers_only: bool = go_field(J.BOOL, OMITEMPTY)
+    max_batch: int = go_field(J.INT, OMITEMPTY)
+    max_expires: int = go_field(J.DURATION, OMITEMPTY)
+    max_bytes: int = go_field(J.INT, OMITEMPTY)
+    deliver_subject: str = go_field(J.STRING, OMITEMPTY)
+    deliver_group: str = go_field(J.STRING, OMITEMPTY)
+    idle_heartbeat: int = go_field(J.DURATION, OMITEMPTY)
+    inactive_threshold: int = go_field(J.DURATION, OMITEMPTY)
+    num_replicas: int = go_field(J.INT)
+    mem_storage: bool = go_field(J.BOOL, OMITEMPTY)
+    direct: bool = go_field(J.BOOL, OMITEMPTY)
+    sourcing: bool = go_field(J.BOOL, OMITEMPTY)
+    metadata: dict[str, str] | None = go_field(J.Map(J.STRING), OMITEMPTY)
+    pause_until: int | None = go_field(J.Ptr(J.TIME), OMITEMPTY)
+    priority_groups: list[str] | None = go_field(J.Slice(J.STRING), OMITEMPTY)
+    priority_policy: str = go_field(PRIORITY_POLICY_TYPE, OMITEMPTY)
+    priority_timeout: int = go_field(J.DURATION, OMITEMPTY)
+
+    def copy(self) -> ConsumerConfig:
+        return clone_config(self)
+
+
+CONSUMER_CONFIG_TYPE = struct_of(ConsumerConfig, "ConsumerConfig")
 """``server.ConsumerConfig``."""
 
 CREATE_CONSUMER_REQUEST_TYPE = J.Struct(
@@ -253,74 +272,45 @@ CREATE_CONSUMER_REQUEST_TYPE = J.Struct(
 )
 """``server.CreateConsumerRequest`` (body of every consumer create subject)."""
 
-
-# --------------------------------------------------------------------------------------------
-# The dataclass
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ConsumerConfig:
-    """Every field nats-server 2.15.1 accepts in a ConsumerConfig, in Go struct (= JSON) order.
-
-    Defaults are Go zero values (what an omitted field decodes to), not the server defaults:
-    :func:`validate_and_default` turns e.g. ``max_deliver=0`` into ``-1``.
-    """
-
-    durable_name: str = ""
-    name: str = ""
-    description: str = ""
-    deliver_policy: str = "all"
-    opt_start_seq: int = 0
-    opt_start_time: int | None = None
-    ack_policy: str = "none"
-    ack_wait: int = 0
-    max_deliver: int = 0
-    backoff: list[int] | None = None
-    filter_subject: str = ""
-    filter_subjects: list[str] | None = None
-    replay_policy: str = "instant"
-    rate_limit_bps: int = 0
-    sample_freq: str = ""
-    max_waiting: int = 0
-    max_ack_pending: int = 0
-    flow_control: bool = False
-    headers_only: bool = False
-    max_batch: int = 0
-    max_expires: int = 0
-    max_bytes: int = 0
-    deliver_subject: str = ""
-    deliver_group: str = ""
-    idle_heartbeat: int = 0
-    inactive_threshold: int = 0
-    num_replicas: int = 0
-    mem_storage: bool = False
-    direct: bool = False
-    sourcing: bool = False
-    metadata: dict[str, str] | None = None
-    pause_until: int | None = None
-    priority_groups: list[str] | None = None
-    priority_policy: str = "none"
-    priority_timeout: int = 0
-
-    def copy(self) -> ConsumerConfig:
-        return clone_config(self)
-
-
-_CONFIG_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(ConsumerConfig))
+SEQUENCE_INFO_TYPE = go_struct(
+    "SequenceInfo",
+    ("consumer_seq", J.UINT64),
+    ("stream_seq", J.UINT64),
+    ("last_active", J.Ptr(J.TIME), OMITEMPTY),
+)
+PRIORITY_GROUP_STATE_TYPE = go_struct(
+    "PriorityGroupState",
+    ("group", J.STRING),
+    ("pinned_client_id", J.STRING, OMITEMPTY),
+    ("pinned_ts", J.TIME, OMITEMPTY),  # a time.Time: omitempty never omits it
+)
+CONSUMER_INFO_TYPE = go_struct(
+    "ConsumerInfo",
+    ("stream_name", J.STRING),
+    ("name", J.STRING),
+    ("created", J.TIME),
+    ("config", J.Ptr(CONSUMER_CONFIG_TYPE), OMITEMPTY),
+    ("delivered", SEQUENCE_INFO_TYPE),
+    ("ack_floor", SEQUENCE_INFO_TYPE),
+    ("num_ack_pending", J.INT),
+    ("num_redelivered", J.INT),
+    ("num_waiting", J.INT),
+    ("num_pending", J.UINT64),
+    ("cluster", J.Ptr(RAW), OMITEMPTY),
+    ("push_bound", J.BOOL, OMITEMPTY),
+    ("paused", J.BOOL, OMITEMPTY),
+    ("pause_remaining", J.DURATION, OMITEMPTY),
+    ("ts", J.TIME),
+    ("priority_groups", J.Slice(PRIORITY_GROUP_STATE_TYPE), OMITEMPTY),
+)
+"""``server.ConsumerInfo`` (``cluster`` is passed marshalled; a standalone server has none)."""
 
 
 def consumer_config_from_dict(d: dict) -> ConsumerConfig:
-    """Build a :class:`ConsumerConfig` from a decoded dict (JSON names; unknown keys ignored)."""
-    kw = {k: d[k] for k in _CONFIG_FIELD_NAMES if k in d}
-    cfg = ConsumerConfig(**kw)
-    for name in ("backoff", "filter_subjects", "priority_groups"):
-        v = getattr(cfg, name)
-        if v is not None:
-            setattr(cfg, name, list(v))
-    if cfg.metadata is not None:
-        cfg.metadata = dict(cfg.metadata)
-    return cfg
+    """Build a :class:`ConsumerConfig` from a decoded dict (JSON names; unknown keys ignored;
+    lists and maps copied)."""
+    fields = CONSUMER_CONFIG_TYPE.fields
+    return ConsumerConfig(**{k: fields[k].complete(v) for k, v in d.items() if k in fields})
 
 
 def parse_create_request(payload: bytes) -> tuple[ConsumerConfig, str, bool, str]:
@@ -565,10 +555,6 @@ def _parse_sample_freq(s: str) -> str | None:
     return None
 
 
-def _go_duration_text(ns: int) -> str:
-    return J.go_duration(ns)
-
-
 def check_consumer_config(
     cfg: ConsumerConfig,
     stream_config: StreamConfig,
@@ -676,7 +662,7 @@ def check_consumer_config(
         raise E.consumer_max_pending_ack_excess(stream_map)
     stream_it = _limit(stream_config, "inactive_threshold")
     if stream_it > 0 and cfg.inactive_threshold > stream_it:
-        raise E.consumer_inactive_threshold_excess(_go_duration_text(stream_it))
+        raise E.consumer_inactive_threshold_excess(J.go_duration(stream_it))
 
     if cfg.direct:
         if cfg.deliver_subject == "":
@@ -827,16 +813,7 @@ def _time_eq(a: int | None, b: int | None) -> bool:
 def _go_equal(a: ConsumerConfig, b: ConsumerConfig) -> bool:
     """``reflect.DeepEqual`` of two configs: pointer times compare by instant *and* zone,
     nil vs empty slices/maps differ."""
-    for f in _CONFIG_FIELD_NAMES:
-        x, y = getattr(a, f), getattr(b, f)
-        if f in ("opt_start_time", "pause_until"):
-            if (x is None) != (y is None):
-                return False
-            if x is not None and (int(x) != int(y) or getattr(x, "offset", 0) != getattr(y, "offset", 0)):
-                return False
-        elif x != y:
-            return False
-    return True
+    return CONSUMER_CONFIG_TYPE.equal(a.__dict__, b.__dict__)
 
 
 def same_config(new: ConsumerConfig, old: ConsumerConfig) -> bool:
@@ -1040,75 +1017,21 @@ def finalize_new(cfg: ConsumerConfig) -> ConsumerConfig:
 
 
 def to_json_dict(cfg: ConsumerConfig, *, dynamic_metadata: bool) -> dict:
-    """The ``config`` object exactly as nats-server 2.15.1 emits it: Go struct order; always
-    ``deliver_policy``, ``ack_policy``, ``replay_policy``, ``num_replicas``; every other field
-    only when non-zero (``max_deliver``/``max_ack_pending`` -1 are emitted). Times via
-    :func:`~minijs.jetstream.jsonfmt.go_time`, ``metadata`` as a sorted map;
-    ``dynamic_metadata`` adds ``_nats.ver``/``_nats.level`` (create/info replies, not LIST).
-    ``priority_policy`` ``"none"`` is omitted. Encode with :func:`~minijs.jetstream.jsonfmt.dumps`.
+    """The ``config`` object exactly as nats-server 2.15.1 emits it, marshalled by the field
+    table of :class:`ConsumerConfig`: Go struct order; always ``deliver_policy``,
+    ``ack_policy``, ``replay_policy``, ``num_replicas``; every other field only when non-zero
+    (``max_deliver``/``max_ack_pending`` -1 are emitted, ``priority_policy`` ``"none"`` is not);
+    times in RFC 3339, ``metadata`` a sorted map; ``dynamic_metadata`` adds
+    ``_nats.ver``/``_nats.level`` (create/info replies, not LIST). Encode with
+    :func:`~minijs.protocol.gomarshal.dumps`.
     """
-    out: dict[str, Any] = {}
-
-    def put(name: str, value: Any) -> None:
-        if value:
-            out[name] = value
-
-    put("durable_name", cfg.durable_name)
-    put("name", cfg.name)
-    put("description", cfg.description)
-    out["deliver_policy"] = cfg.deliver_policy
-    put("opt_start_seq", cfg.opt_start_seq)
-    if cfg.opt_start_time is not None:
-        out["opt_start_time"] = J.go_time(cfg.opt_start_time)
-    out["ack_policy"] = cfg.ack_policy
-    put("ack_wait", cfg.ack_wait)
-    put("max_deliver", cfg.max_deliver)
-    if cfg.backoff:
-        out["backoff"] = list(cfg.backoff)
-    put("filter_subject", cfg.filter_subject)
-    if cfg.filter_subjects:
-        out["filter_subjects"] = list(cfg.filter_subjects)
-    out["replay_policy"] = cfg.replay_policy
-    put("rate_limit_bps", cfg.rate_limit_bps)
-    put("sample_freq", cfg.sample_freq)
-    put("max_waiting", cfg.max_waiting)
-    put("max_ack_pending", cfg.max_ack_pending)
-    put("flow_control", cfg.flow_control)
-    put("headers_only", cfg.headers_only)
-    put("max_batch", cfg.max_batch)
-    put("max_expires", cfg.max_expires)
-    put("max_bytes", cfg.max_bytes)
-    put("deliver_subject", cfg.deliver_subject)
-    put("deliver_group", cfg.deliver_group)
-    put("idle_heartbeat", cfg.idle_heartbeat)
-    put("inactive_threshold", cfg.inactive_threshold)
-    out["num_replicas"] = cfg.num_replicas
-    put("mem_storage", cfg.mem_storage)
-    put("direct", cfg.direct)
-    put("sourcing", cfg.sourcing)
-    md = dict(cfg.metadata or {})
-    if dynamic_metadata:
-        md[VERSION_KEY] = SERVER_VERSION
-        md[LEVEL_KEY] = str(API_LEVEL)
-    if md:
-        out["metadata"] = J.go_map(md)
-    if cfg.pause_until is not None:
-        out["pause_until"] = J.go_time(cfg.pause_until)
-    if cfg.priority_groups:
-        out["priority_groups"] = list(cfg.priority_groups)
-    if cfg.priority_policy != "none":
-        out["priority_policy"] = cfg.priority_policy
-    put("priority_timeout", cfg.priority_timeout)
-    return out
+    return CONSUMER_CONFIG_TYPE.encode(cfg.__dict__, {"metadata": reply_metadata(cfg.metadata, dynamic_metadata)})
 
 
 def sequence_info_dict(consumer_seq: int, stream_seq: int, last_active: int | None = None) -> dict:
-    """``SequenceInfo``: ``{"consumer_seq","stream_seq","last_active"?}`` (``last_active`` ns,
-    omitted when ``None``)."""
-    out: dict[str, Any] = {"consumer_seq": consumer_seq, "stream_seq": stream_seq}
-    if last_active is not None:
-        out["last_active"] = J.go_time(last_active)
-    return out
+    """A ``SequenceInfo`` value for :func:`consumer_info_dict`: ``consumer_seq``,
+    ``stream_seq`` and ``last_active`` (ns, or ``None``: then omitted from the JSON)."""
+    return {"consumer_seq": consumer_seq, "stream_seq": stream_seq, "last_active": last_active}
 
 
 def consumer_info_dict(
@@ -1130,11 +1053,11 @@ def consumer_info_dict(
     pinned_ts: int = 0,
     dynamic_metadata: bool = True,
 ) -> dict:
-    """``ConsumerInfo`` in Go struct order, without the ``type`` envelope (the API layer puts
-    ``{"type": …}`` first and merges this in).
+    """``ConsumerInfo`` marshalled by its field table, without the ``type`` envelope (the API
+    layer puts ``{"type": …}`` first and merges this in).
 
     ``delivered``/``ack_floor`` come from :func:`sequence_info_dict`; times are ns; ``ts`` is
-    the time the info is taken. Derived like the server does:
+    the time the info is taken; ``cluster`` is already marshalled. Derived like the server does:
 
     * ``paused``/``pause_remaining`` (ns) from ``config.pause_until`` when it is after ``ts``;
     * ``num_redelivered`` reported as 0 when ``max_deliver`` is 1;
@@ -1145,29 +1068,22 @@ def consumer_info_dict(
     ``cluster`` and a false ``push_bound`` are omitted (standalone server); ``dynamic_metadata``
     is False for CONSUMER.LIST entries.
     """
-    out: dict[str, Any] = {"stream_name": stream_name, "name": name, "created": J.go_time(created)}
+    paused, pause_remaining, groups, config_value = False, 0, None, None
     if config is not None:
-        out["config"] = to_json_dict(config, dynamic_metadata=dynamic_metadata)
+        config_value = {**config.__dict__,
+                        "metadata": reply_metadata(config.metadata, dynamic_metadata)}
         if config.max_deliver == 1:
             num_redelivered = 0
-    out["delivered"] = delivered
-    out["ack_floor"] = ack_floor
-    out["num_ack_pending"] = num_ack_pending
-    out["num_redelivered"] = num_redelivered
-    out["num_waiting"] = num_waiting
-    out["num_pending"] = num_pending
-    if cluster:
-        out["cluster"] = cluster
-    if push_bound:
-        out["push_bound"] = True
-    if config is not None and config.pause_until is not None and int(config.pause_until) > ts:
-        out["paused"] = True
-        out["pause_remaining"] = int(config.pause_until) - ts
-    out["ts"] = J.go_time(ts)
-    if config is not None and config.priority_groups:
-        group: dict[str, Any] = {"group": config.priority_groups[0]}
-        if pinned_client_id:
-            group["pinned_client_id"] = pinned_client_id
-        group["pinned_ts"] = J.go_time(pinned_ts)
-        out["priority_groups"] = [group]
-    return out
+        if config.pause_until is not None and int(config.pause_until) > ts:
+            paused, pause_remaining = True, int(config.pause_until) - ts
+        if config.priority_groups:
+            groups = [{"group": config.priority_groups[0], "pinned_client_id": pinned_client_id,
+                       "pinned_ts": pinned_ts}]
+    return CONSUMER_INFO_TYPE.encode({
+        "stream_name": stream_name, "name": name, "created": created, "config": config_value,
+        "delivered": delivered, "ack_floor": ack_floor, "num_ack_pending": num_ack_pending,
+        "num_redelivered": num_redelivered, "num_waiting": num_waiting,
+        "num_pending": num_pending, "cluster": cluster or None, "push_bound": push_bound,
+        "paused": paused, "pause_remaining": pause_remaining, "ts": ts,
+        "priority_groups": groups,
+    })

@@ -31,8 +31,9 @@ How the API layer is expected to use this module::
 Config values: durations and ``first_seq`` are ints (ns), enums are their JSON strings
 (``retention`` ``"limits"|"interest"|"workqueue"``, ``discard`` ``"old"|"new"``, ``storage``
 ``"file"|"memory"``, ``compression`` ``"none"|"s2"``, ``persist_mode`` ``"default"|"async"``).
-Nested Go structs are plain dicts with all their keys present (see :data:`PLACEMENT_FIELDS`
-etc.); ``None`` is a Go nil pointer/slice/map.
+Each Go struct is one field table (name, Go type, zero value, omitempty): :class:`StreamConfig`
+itself and :data:`PLACEMENT_TYPE`, :data:`STREAM_SOURCE_TYPE` … for the nested ones, which are
+plain dicts with all their fields present; ``None`` is a Go nil pointer/slice/map.
 
 Pure module: no I/O, stdlib only.
 """
@@ -40,14 +41,14 @@ Pure module: no I/O, stdlib only.
 from __future__ import annotations
 
 import copy
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from minijs.core import subjects as _subj
 from minijs.core.transform import _transform_creatable, validate_mapping
 from minijs.jetstream import errors as E
 from minijs.jetstream import jsonfmt as J
+from minijs.protocol.gojson import OMITEMPTY, go_field, go_struct, struct_of
 
 __all__ = [
     "StreamConfig",
@@ -97,7 +98,7 @@ _SECOND = 1_000_000_000
 
 
 # --------------------------------------------------------------------------------------------
-# Go types of the request (for the strict decoder)
+# Go types: the field tables of the nested structs and the enums
 # --------------------------------------------------------------------------------------------
 
 
@@ -150,172 +151,127 @@ PERSIST_MODE_TYPE = _exact_enum(
     "server.PersistModeType", {b'"default"': "default", b'""': "default", b'"async"': "async"}, "default"
 )
 
-SUBJECT_TRANSFORM_TYPE = J.Struct("SubjectTransformConfig", {"src": J.STRING, "dest": J.STRING})
-PLACEMENT_TYPE = J.Struct(
-    "Placement", {"cluster": J.STRING, "tags": J.Slice(J.STRING), "preferred": J.STRING}
+SUBJECT_TRANSFORM_TYPE = go_struct("SubjectTransformConfig", ("src", J.STRING), ("dest", J.STRING))
+PLACEMENT_TYPE = go_struct(
+    "Placement",
+    ("cluster", J.STRING, OMITEMPTY),
+    ("tags", J.Slice(J.STRING), OMITEMPTY),
+    ("preferred", J.STRING, OMITEMPTY),
 )
-REPUBLISH_TYPE = J.Struct("RePublish", {"src": J.STRING, "dest": J.STRING, "headers_only": J.BOOL})
-CONSUMER_LIMITS_TYPE = J.Struct(
-    "StreamConsumerLimits", {"inactive_threshold": J.DURATION, "max_ack_pending": J.INT}
+REPUBLISH_TYPE = go_struct(
+    "RePublish", ("src", J.STRING, OMITEMPTY), ("dest", J.STRING), ("headers_only", J.BOOL, OMITEMPTY)
 )
-EXTERNAL_STREAM_TYPE = J.Struct("ExternalStream", {"api": J.STRING, "deliver": J.STRING})
-STREAM_CONSUMER_SOURCE_TYPE = J.Struct(
-    "StreamConsumerSource", {"name": J.STRING, "deliver_subject": J.STRING}
+CONSUMER_LIMITS_TYPE = go_struct(
+    "StreamConsumerLimits",
+    ("inactive_threshold", J.DURATION, OMITEMPTY),
+    ("max_ack_pending", J.INT, OMITEMPTY),
 )
-STREAM_SOURCE_TYPE = J.Struct(
+EXTERNAL_STREAM_TYPE = go_struct("ExternalStream", ("api", J.STRING), ("deliver", J.STRING))
+STREAM_CONSUMER_SOURCE_TYPE = go_struct(
+    "StreamConsumerSource", ("name", J.STRING, OMITEMPTY), ("deliver_subject", J.STRING, OMITEMPTY)
+)
+STREAM_SOURCE_TYPE = go_struct(
     "StreamSource",
-    {
-        "name": J.STRING,
-        "opt_start_seq": J.UINT64,
-        "opt_start_time": J.Ptr(J.TIME),
-        "filter_subject": J.STRING,
-        "subject_transforms": J.Slice(SUBJECT_TRANSFORM_TYPE),
-        "external": J.Ptr(EXTERNAL_STREAM_TYPE),
-        "consumer": J.Ptr(STREAM_CONSUMER_SOURCE_TYPE),
-    },
+    ("name", J.STRING),
+    ("opt_start_seq", J.UINT64, OMITEMPTY),
+    ("opt_start_time", J.Ptr(J.TIME), OMITEMPTY),
+    ("filter_subject", J.STRING, OMITEMPTY),
+    ("subject_transforms", J.Slice(SUBJECT_TRANSFORM_TYPE), OMITEMPTY),
+    ("external", J.Ptr(EXTERNAL_STREAM_TYPE), OMITEMPTY),
+    ("consumer", J.Ptr(STREAM_CONSUMER_SOURCE_TYPE), OMITEMPTY),
 )
-
-_STREAM_CONFIG_FIELDS: dict[str, J.T] = {
-    "name": J.STRING,
-    "description": J.STRING,
-    "subjects": J.Slice(J.STRING),
-    "retention": RETENTION_TYPE,
-    "max_consumers": J.INT,
-    "max_msgs": J.INT64,
-    "max_bytes": J.INT64,
-    "max_age": J.DURATION,
-    "max_msgs_per_subject": J.INT64,
-    "max_msg_size": J.INT32,
-    "discard": DISCARD_TYPE,
-    "storage": STORAGE_TYPE,
-    "num_replicas": J.INT,
-    "no_ack": J.BOOL,
-    "duplicate_window": J.DURATION,
-    "placement": J.Ptr(PLACEMENT_TYPE),
-    "mirror": J.Ptr(STREAM_SOURCE_TYPE),
-    "sources": J.Slice(J.Ptr(STREAM_SOURCE_TYPE)),
-    "compression": COMPRESSION_TYPE,
-    "first_seq": J.UINT64,
-    "subject_transform": J.Ptr(SUBJECT_TRANSFORM_TYPE),
-    "republish": J.Ptr(REPUBLISH_TYPE),
-    "allow_direct": J.BOOL,
-    "mirror_direct": J.BOOL,
-    "discard_new_per_subject": J.BOOL,
-    "sealed": J.BOOL,
-    "deny_delete": J.BOOL,
-    "deny_purge": J.BOOL,
-    "allow_rollup_hdrs": J.BOOL,
-    "consumer_limits": CONSUMER_LIMITS_TYPE,
-    "allow_msg_ttl": J.BOOL,
-    "subject_delete_marker_ttl": J.DURATION,
-    "allow_msg_counter": J.BOOL,
-    "allow_atomic": J.BOOL,
-    "allow_msg_schedules": J.BOOL,
-    "persist_mode": PERSIST_MODE_TYPE,
-    "allow_batched": J.BOOL,
-    "metadata": J.Map(J.STRING),
-}
-
-STREAM_CONFIG_TYPE = J.Struct("StreamConfig", _STREAM_CONFIG_FIELDS)
-"""``server.StreamConfig`` (e.g. the ``config`` of a restore request)."""
-
-LOST_STREAM_DATA_TYPE = J.Struct("LostStreamData", {"msgs": J.Slice(J.UINT64), "bytes": J.UINT64})
-STREAM_STATE_TYPE = J.Struct(
+LOST_STREAM_DATA_TYPE = go_struct("LostStreamData", ("msgs", J.Slice(J.UINT64)), ("bytes", J.UINT64))
+STREAM_STATE_TYPE = go_struct(
     "StreamState",
-    {
-        "messages": J.UINT64,
-        "bytes": J.UINT64,
-        "first_seq": J.UINT64,
-        "first_ts": J.TIME,
-        "last_seq": J.UINT64,
-        "last_ts": J.TIME,
-        "num_subjects": J.INT,
-        "subjects": J.Map(J.UINT64),
-        "num_deleted": J.INT,
-        "deleted": J.Slice(J.UINT64),
-        "lost": J.Ptr(LOST_STREAM_DATA_TYPE),
-        "consumer_count": J.INT,
-    },
+    ("messages", J.UINT64),
+    ("bytes", J.UINT64),
+    ("first_seq", J.UINT64),
+    ("first_ts", J.TIME),
+    ("last_seq", J.UINT64),
+    ("last_ts", J.TIME),
+    ("num_subjects", J.INT, OMITEMPTY),
+    ("subjects", J.Map(J.UINT64), OMITEMPTY),
+    ("num_deleted", J.INT, OMITEMPTY),
+    ("deleted", J.Slice(J.UINT64), OMITEMPTY),
+    ("lost", J.Ptr(LOST_STREAM_DATA_TYPE), OMITEMPTY),
+    ("consumer_count", J.INT),
 )
 """``server.StreamState`` (the ``state`` of a restore request)."""
 
-STREAM_CONFIG_REQUEST_TYPE = J.Struct(
-    "StreamConfigRequest", {**_STREAM_CONFIG_FIELDS, "pedantic": J.BOOL}
-)
-"""``server.StreamConfigRequest`` = StreamConfig + request-scoped ``pedantic``."""
-
 
 # --------------------------------------------------------------------------------------------
-# The dataclass
+# The dataclass: the field table of server.StreamConfig
 # --------------------------------------------------------------------------------------------
-
-PLACEMENT_FIELDS = ("cluster", "tags", "preferred")
-SUBJECT_TRANSFORM_FIELDS = ("src", "dest")
-REPUBLISH_FIELDS = ("src", "dest", "headers_only")
-CONSUMER_LIMITS_FIELDS = ("inactive_threshold", "max_ack_pending")
-STREAM_SOURCE_FIELDS = (
-    "name",
-    "opt_start_seq",
-    "opt_start_time",
-    "filter_subject",
-    "subject_transforms",
-    "external",
-    "consumer",
-)
 
 
 @dataclass
 class StreamConfig:
-    """Every field nats-server 2.15.1 accepts in a StreamConfig, in Go struct (= JSON) order.
+    """Every field nats-server 2.15.1 accepts in a StreamConfig, in Go struct (= JSON) order,
+    each declared by its Go type and ``omitempty`` tag (:func:`~minijs.protocol.gojson.go_field`):
+    the strict decoder (:data:`STREAM_CONFIG_TYPE`), the complete nested structs
+    (:func:`stream_config_from_dict`), the JSON form (:func:`to_json_dict`) and the comparison
+    (:func:`same_config`) are all derived from this table.
 
     Defaults are Go zero values (what an omitted field decodes to), not the server defaults:
-    :func:`validate_and_default` turns e.g. ``max_msgs=0`` into ``-1``.
+    :func:`validate_and_default` turns e.g. ``max_msgs=0`` into ``-1``. Nested structs are
+    dicts with every field of their type.
     """
 
-    name: str = ""
-    description: str = ""
-    subjects: list[str] | None = None
-    retention: str = "limits"
-    max_consumers: int = 0
-    max_msgs: int = 0
-    max_bytes: int = 0
-    max_age: int = 0
-    max_msgs_per_subject: int = 0
-    max_msg_size: int = 0
-    discard: str = "old"
-    storage: str = "file"
-    num_replicas: int = 0
-    no_ack: bool = False
-    duplicate_window: int = 0
-    placement: dict | None = None
-    mirror: dict | None = None
-    sources: list | None = None
-    compression: str = "none"
-    first_seq: int = 0
-    subject_transform: dict | None = None
-    republish: dict | None = None
-    allow_direct: bool = False
-    mirror_direct: bool = False
-    discard_new_per_subject: bool = False
-    sealed: bool = False
-    deny_delete: bool = False
-    deny_purge: bool = False
-    allow_rollup_hdrs: bool = False
-    consumer_limits: dict = field(default_factory=lambda: {"inactive_threshold": 0, "max_ack_pending": 0})
-    allow_msg_ttl: bool = False
-    subject_delete_marker_ttl: int = 0
-    allow_msg_counter: bool = False
-    allow_atomic: bool = False
-    allow_msg_schedules: bool = False
-    persist_mode: str = "default"
-    allow_batched: bool = False
-    metadata: dict[str, str] | None = None
+    name: str = go_field(J.STRING)
+    description: str = go_field(J.STRING, OMITEMPTY)
+    subjects: list[str] | None = go_field(J.Slice(J.STRING), OMITEMPTY)
+    retention: str = go_field(RETENTION_TYPE)
+    max_consumers: int = go_field(J.INT)
+    max_msgs: int = go_field(J.INT64)
+    max_bytes: int = go_field(J.INT64)
+    max_age: int = go_field(J.DURATION)
+    max_msgs_per_subject: int = go_field(J.INT64)
+    max_msg_size: int = go_field(J.INT32, OMITEMPTY)
+    discard: str = go_field(DISCARD_TYPE)
+    storage: str = go_field(STORAGE_TYPE)
+    num_replicas: int = go_field(J.INT)
+    no_ack: bool = go_field(J.BOOL, OMITEMPTY)
+    duplicate_window: int = go_field(J.DURATION, OMITEMPTY)
+    placement: dict | None = go_field(J.Ptr(PLACEMENT_TYPE), OMITEMPTY)
+    mirror: dict | None = go_field(J.Ptr(STREAM_SOURCE_TYPE), OMITEMPTY)
+    sources: list | None = go_field(J.Slice(J.Ptr(STREAM_SOURCE_TYPE)), OMITEMPTY)
+    compression: str = go_field(COMPRESSION_TYPE)
+    first_seq: int = go_field(J.UINT64, OMITEMPTY)
+    subject_transform: dict | None = go_field(J.Ptr(SUBJECT_TRANSFORM_TYPE), OMITEMPTY)
+    republish: dict | None = go_field(J.Ptr(REPUBLISH_TYPE), OMITEMPTY)
+    allow_direct: bool = go_field(J.BOOL)
+    mirror_direct: bool = go_field(J.BOOL)
+    discard_new_per_subject: bool = go_field(J.BOOL, OMITEMPTY)
+    sealed: bool = go_field(J.BOOL)
+    deny_delete: bool = go_field(J.BOOL)
+    deny_purge: bool = go_field(J.BOOL)
+    allow_rollup_hdrs: bool = go_field(J.BOOL)
+    consumer_limits: dict = go_field(CONSUMER_LIMITS_TYPE)
+    allow_msg_ttl: bool = go_field(J.BOOL)
+    subject_delete_marker_ttl: int = go_field(J.DURATION, OMITEMPTY)
+    allow_msg_counter: bool = go_field(J.BOOL, OMITEMPTY)
+    allow_atomic: bool = go_field(J.BOOL, OMITEMPTY)
+    allow_msg_schedules: bool = go_field(J.BOOL, OMITEMPTY)
+    persist_mode: str = go_field(PERSIST_MODE_TYPE, OMITEMPTY)
+    allow_batched: bool = go_field(J.BOOL, OMITEMPTY)
+    metadata: dict[str, str] | None = go_field(J.Map(J.STRING), OMITEMPTY)
 
     def copy(self) -> "StreamConfig":
         return clone_config(self)
 
 
-_CONFIG_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(StreamConfig))
+STREAM_CONFIG_TYPE = struct_of(StreamConfig, "StreamConfig")
+"""``server.StreamConfig`` (e.g. the ``config`` of a restore request)."""
+
+STORED_STREAM_TYPE = go_struct("storedStream", ("config", STREAM_CONFIG_TYPE), ("created", J.INT64))
+"""The document a file stream keeps in its store (``Stream.save_config``): the config as its
+reply shows it and the creation time (ns). Decoded with the config's Go types, so what the
+reply wrote as text (a source's ``opt_start_time``) comes back as the value it was."""
+
+STREAM_CONFIG_REQUEST_TYPE = J.Struct(
+    "StreamConfigRequest", {**STREAM_CONFIG_TYPE.fields, "pedantic": J.BOOL}
+)
+"""``server.StreamConfigRequest`` = StreamConfig + request-scoped ``pedantic``."""
 
 _SCALARS = frozenset((str, int, float, bool, type(None), bytes))
 
@@ -339,63 +295,12 @@ def clone_config(cfg: Any) -> Any:
     return new
 
 
-def _norm_struct(d: dict | None, names: tuple[str, ...], zeros: dict[str, Any]) -> dict:
-    d = d or {}
-    return {k: d.get(k, zeros.get(k)) for k in names}
-
-
-_ZERO_PLACEMENT = {"cluster": "", "tags": None, "preferred": ""}
-_ZERO_TRANSFORM = {"src": "", "dest": ""}
-_ZERO_REPUBLISH = {"src": "", "dest": "", "headers_only": False}
-_ZERO_LIMITS = {"inactive_threshold": 0, "max_ack_pending": 0}
-_ZERO_SOURCE = {
-    "name": "",
-    "opt_start_seq": 0,
-    "opt_start_time": None,
-    "filter_subject": "",
-    "subject_transforms": None,
-    "external": None,
-    "consumer": None,
-}
-
-
-def _norm_source(src: dict | None) -> dict | None:
-    if src is None:
-        return None
-    out = _norm_struct(src, STREAM_SOURCE_FIELDS, _ZERO_SOURCE)
-    if out["subject_transforms"] is not None:
-        out["subject_transforms"] = [
-            _norm_struct(t, SUBJECT_TRANSFORM_FIELDS, _ZERO_TRANSFORM) for t in out["subject_transforms"]
-        ]
-    if out["external"] is not None:
-        out["external"] = _norm_struct(out["external"], ("api", "deliver"), {"api": "", "deliver": ""})
-    if out["consumer"] is not None:
-        out["consumer"] = _norm_struct(
-            out["consumer"], ("name", "deliver_subject"), {"name": "", "deliver_subject": ""}
-        )
-    return out
-
-
 def stream_config_from_dict(d: dict) -> StreamConfig:
-    """Build a :class:`StreamConfig` from a decoded dict (JSON names; unknown keys ignored).
-    Nested structs are normalised to dicts with all their keys."""
-    kw = {k: d[k] for k in _CONFIG_FIELD_NAMES if k in d}
-    cfg = StreamConfig(**kw)
-    if cfg.placement is not None:
-        cfg.placement = _norm_struct(cfg.placement, PLACEMENT_FIELDS, _ZERO_PLACEMENT)
-    if cfg.subject_transform is not None:
-        cfg.subject_transform = _norm_struct(cfg.subject_transform, SUBJECT_TRANSFORM_FIELDS, _ZERO_TRANSFORM)
-    if cfg.republish is not None:
-        cfg.republish = _norm_struct(cfg.republish, REPUBLISH_FIELDS, _ZERO_REPUBLISH)
-    cfg.consumer_limits = _norm_struct(cfg.consumer_limits, CONSUMER_LIMITS_FIELDS, _ZERO_LIMITS)
-    cfg.mirror = _norm_source(cfg.mirror)
-    if cfg.sources is not None:
-        cfg.sources = [_norm_source(s) for s in cfg.sources]
-    if cfg.subjects is not None:
-        cfg.subjects = list(cfg.subjects)
-    if cfg.metadata is not None:
-        cfg.metadata = dict(cfg.metadata)
-    return cfg
+    """Build a :class:`StreamConfig` from a decoded dict, or from :func:`to_json_dict`'s form
+    (JSON names; unknown keys ignored; times given as text are read back, zone included).
+    Nested structs are completed to dicts with all their fields."""
+    fields = STREAM_CONFIG_TYPE.fields
+    return StreamConfig(**{k: fields[k].complete(v) for k, v in d.items() if k in fields})
 
 
 def parse_stream_config(payload: bytes) -> tuple[StreamConfig, bool]:
@@ -908,7 +813,8 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
 
     Like ``copyStreamMetadata`` + ``reflect.DeepEqual``: dynamic metadata keys are ignored and
     ``_nats.req.level`` is taken from ``old``; everything else must be equal (nil vs empty
-    slices differ, as in Go).
+    slices differ, and a mirror's or source's ``opt_start_time`` written with another zone
+    differs, as in Go).
     """
     a = new.copy()
     md = dict(a.metadata) if a.metadata is not None else None
@@ -923,7 +829,7 @@ def same_config(new: StreamConfig, old: StreamConfig) -> bool:
     elif md is not None:
         md.pop(REQ_LEVEL_KEY, None)
     a.metadata = md
-    return a == old
+    return STREAM_CONFIG_TYPE.equal(a.__dict__, old.__dict__)
 
 
 def check_update(old: StreamConfig, new: StreamConfig, *, pedantic: bool = False,
@@ -1016,112 +922,21 @@ def check_consumer_limits(
 # --------------------------------------------------------------------------------------------
 
 
-def _emit(d: dict, spec: tuple[tuple[str, bool], ...]) -> dict:
-    """Go struct encoding: ``spec`` = ((json name, omitempty), …) in struct order."""
-    out: dict[str, Any] = {}
-    for name, omitempty in spec:
-        v = d.get(name)
-        if omitempty and (v is None or v is False or v == 0 or v == "" or v == [] or v == {}):
-            continue
-        out[name] = v
-    return out
-
-
-_PLACEMENT_SPEC = (("cluster", True), ("tags", True), ("preferred", True))
-_TRANSFORM_SPEC = (("src", False), ("dest", False))
-_REPUBLISH_SPEC = (("src", True), ("dest", False), ("headers_only", True))
-_LIMITS_SPEC = (("inactive_threshold", True), ("max_ack_pending", True))
-
-
-def _source_json(src: dict | None) -> dict | None:
-    if src is None:
-        return None
-    out: dict[str, Any] = {"name": src.get("name", "")}
-    if src.get("opt_start_seq"):
-        out["opt_start_seq"] = src["opt_start_seq"]
-    if src.get("opt_start_time") is not None:
-        out["opt_start_time"] = J.go_time(src["opt_start_time"])
-    if src.get("filter_subject"):
-        out["filter_subject"] = src["filter_subject"]
-    if src.get("subject_transforms"):
-        out["subject_transforms"] = [_emit(t, _TRANSFORM_SPEC) for t in src["subject_transforms"]]
-    if src.get("external") is not None:
-        out["external"] = {"api": src["external"].get("api", ""), "deliver": src["external"].get("deliver", "")}
-    if src.get("consumer") is not None:
-        out["consumer"] = _emit(src["consumer"], (("name", True), ("deliver_subject", True)))
-    return out
-
-
 def to_json_dict(cfg: StreamConfig, *, dynamic_metadata: bool) -> dict:
-    """The ``config`` object exactly as nats-server 2.15.1 emits it: Go struct order, omitempty
-    fields only when set (``description``, ``subjects``, ``no_ack``, ``duplicate_window``,
-    ``placement``, ``mirror``, ``sources``, ``first_seq``, ``subject_transform``, ``republish``,
-    ``discard_new_per_subject``, ``subject_delete_marker_ttl``, ``allow_msg_counter``,
-    ``allow_atomic``, ``allow_msg_schedules``, ``persist_mode``, ``allow_batched``,
-    ``metadata``), ``max_msg_size`` omitted only when 0. ``metadata`` is a sorted map
-    (:class:`~minijs.jetstream.jsonfmt.go_map`); ``dynamic_metadata`` adds ``_nats.ver`` and
+    """The ``config`` object exactly as nats-server 2.15.1 emits it, marshalled by the field
+    table of :class:`StreamConfig`: Go struct order, ``omitempty`` fields only when set, times
+    in RFC 3339, ``metadata`` a sorted map; ``dynamic_metadata`` adds ``_nats.ver`` and
     ``_nats.level`` (create/update/info replies, not LIST). Encode with
-    :func:`~minijs.jetstream.jsonfmt.dumps`.
+    :func:`~minijs.protocol.gomarshal.dumps`.
     """
-    out: dict[str, Any] = {"name": cfg.name}
-    if cfg.description:
-        out["description"] = cfg.description
-    if cfg.subjects:
-        out["subjects"] = list(cfg.subjects)
-    out["retention"] = cfg.retention
-    out["max_consumers"] = cfg.max_consumers
-    out["max_msgs"] = cfg.max_msgs
-    out["max_bytes"] = cfg.max_bytes
-    out["max_age"] = cfg.max_age
-    out["max_msgs_per_subject"] = cfg.max_msgs_per_subject
-    if cfg.max_msg_size:
-        out["max_msg_size"] = cfg.max_msg_size
-    out["discard"] = cfg.discard
-    out["storage"] = cfg.storage
-    out["num_replicas"] = cfg.num_replicas
-    if cfg.no_ack:
-        out["no_ack"] = True
-    if cfg.duplicate_window:
-        out["duplicate_window"] = cfg.duplicate_window
-    if cfg.placement is not None:
-        out["placement"] = _emit(cfg.placement, _PLACEMENT_SPEC)
-    if cfg.mirror is not None:
-        out["mirror"] = _source_json(cfg.mirror)
-    if cfg.sources:
-        out["sources"] = [_source_json(s) for s in cfg.sources]
-    out["compression"] = cfg.compression
-    if cfg.first_seq:
-        out["first_seq"] = cfg.first_seq
-    if cfg.subject_transform is not None:
-        out["subject_transform"] = _emit(cfg.subject_transform, _TRANSFORM_SPEC)
-    if cfg.republish is not None:
-        out["republish"] = _emit(cfg.republish, _REPUBLISH_SPEC)
-    out["allow_direct"] = cfg.allow_direct
-    out["mirror_direct"] = cfg.mirror_direct
-    if cfg.discard_new_per_subject:
-        out["discard_new_per_subject"] = True
-    out["sealed"] = cfg.sealed
-    out["deny_delete"] = cfg.deny_delete
-    out["deny_purge"] = cfg.deny_purge
-    out["allow_rollup_hdrs"] = cfg.allow_rollup_hdrs
-    out["consumer_limits"] = _emit(cfg.consumer_limits or {}, _LIMITS_SPEC)
-    out["allow_msg_ttl"] = cfg.allow_msg_ttl
-    if cfg.subject_delete_marker_ttl:
-        out["subject_delete_marker_ttl"] = cfg.subject_delete_marker_ttl
-    if cfg.allow_msg_counter:
-        out["allow_msg_counter"] = True
-    if cfg.allow_atomic:
-        out["allow_atomic"] = True
-    if cfg.allow_msg_schedules:
-        out["allow_msg_schedules"] = True
-    if cfg.persist_mode and cfg.persist_mode != "default":
-        out["persist_mode"] = cfg.persist_mode
-    if cfg.allow_batched:
-        out["allow_batched"] = True
-    md = dict(cfg.metadata or {})
-    if dynamic_metadata:
+    return STREAM_CONFIG_TYPE.encode(cfg.__dict__, {"metadata": reply_metadata(cfg.metadata, dynamic_metadata)})
+
+
+def reply_metadata(metadata: dict[str, str] | None, dynamic: bool) -> dict[str, str]:
+    """The ``metadata`` an asset's config shows: its stored metadata plus, with ``dynamic``,
+    the server's ``_nats.ver`` and ``_nats.level``. Streams and consumers share this rule."""
+    md = dict(metadata or {})
+    if dynamic:
         md[VERSION_KEY] = SERVER_VERSION
         md[LEVEL_KEY] = str(API_LEVEL)
-    if md:
-        out["metadata"] = J.go_map(md)
-    return out
+    return md

@@ -1,6 +1,5 @@
-"""Acks and redelivery (reference ``jetstream-behavior.md`` §5): what a consumer owes, when it
-delivers again, and how its ack floor moves — as nats-server's ``processAck``, ``processNak``,
-``checkPending`` and ack floor rules do.
+"""Acks and redelivery: what a consumer owes, when it delivers again, and how its ack floor
+moves — as nats-server's ``processAck``, ``processNak``, ``checkPending`` and ack floor rules do.
 
 Acks arrive on the consumer's own subscription ``$JS.ACK.<stream>.<consumer>.>`` (only when the
 ack policy is not ``none``), as replies to the ack subject each delivery carries:
@@ -52,34 +51,248 @@ Invariants:
   ``all`` ack of a sequence no longer pending, which move only the in-memory floor. Then
   ``_sflr`` holds the store floor, moved by the store's own rule (an ack of a still pending
   message), until both agree again (``_sflr`` None).
+* Every delivery is recorded here (:meth:`AckTracker.track`): under ``ack_policy`` ``none`` it
+  is its own ack (the floor follows it), otherwise it becomes (or, redelivered, refreshes) a
+  pending ack with its deadline, and the ack-wait timer covers it.
 * A pending message that leaves the stream by itself (limit, expiry, ``MSG.DELETE``) is acked
-  as a ``+TERM`` with reason ``Unacknowledged message was deleted`` (``_term_removed``, called
-  by the consumer's ``on_removed``); a purge drops pending acks below the consumer's new
-  position without advisories (the consumer's ``_purge``).
+  as a ``+TERM`` with reason ``Unacknowledged message was deleted`` (:meth:`AckTracker.on_removed`);
+  a purge drops pending acks below the consumer's new position without advisories
+  (:meth:`AckTracker.on_purge`).
 * Retention: on work-queue and interest streams an acked message is removed from the stream
   unless (interest) another consumer still needs it — also a late ack of a message given up at
   ``max_deliver``. Freed ``max_ack_pending`` room resumes delivery.
 * ``sample_freq`` N%: plain acks and ``+NXT`` (not ``+TERM``, not under ``ack_policy`` ``all``)
   send the ``consumer_ack`` metric when nats-server's draw ``rand(100) <= N`` says so.
   Advisories and metrics go out only when someone listens.
+
+:class:`AckTracker` owns this state (``pending``, ``rdc``, ``rdq``, the floors, the ack-wait
+timer, the ack subscription) and writes it only in its own methods; the rest of the consumer
+reads ``pending``, ``rdc``, ``rdq`` and the floors. It reaches its consumer through
+:class:`AckHost`: the config, the clock, the bus and stream, the delivery position, and the
+consumer's wake-up, state-change, activity and advisory hooks.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from minijs.jetstream.config import consumer as C
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.headers import parse_go_duration
 
+if TYPE_CHECKING:
+    from minijs.clock import Clock, Timer
+    from minijs.jetstream.bus import MessageBus
+    from minijs.jetstream.store.base import StoredMessage
+    from minijs.jetstream.streams.stream import Stream
 
-class AckTracking:
-    """Pending acks of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: ack handling, the ack
-    wait timer, redelivery, ``max_deliver``, the ack floor and retention after acks."""
+
+@runtime_checkable
+class StateChanges(Protocol):
+    """The consumer's durable state, as the ack path tells it of a change (its flags are read
+    first, so an ack on a consumer that does not persist, or whose write is already scheduled
+    this turn, costs no call)."""
+
+    persist: bool
+    scheduled: bool
+
+    def changed(self) -> None: ...
+
+
+@runtime_checkable
+class AckHost(Protocol):
+    """What the ack tracking needs of its consumer."""
+
+    config: C.ConsumerConfig
+    clock: "Clock"
+    bus: "MessageBus"
+    stream: "Stream"
+    name: str
+    closed: bool
+    #: the delivery position (only read here): the next stream and consumer sequences
+    sseq: int
+    dseq: int
+    #: the inactivity timer: an ack counts as activity while it runs
+    delete_timer: "Timer | None"
+    durable: StateChanges
+
+    def wake(self) -> None:
+        """Something may be deliverable now (ack-pending room freed, a redelivery due)."""
+
+    def changed(self) -> None:
+        """The persisted state changed."""
+
+    def note_activity(self) -> None:
+        """Activity for the inactivity threshold."""
+
+    def confirm_ack(self, reply: bytes) -> None:
+        """Answer an ack sent as a request, once the state it left is safe."""
+
+    def next_request(self, reply: bytes, payload: bytes) -> None:
+        """A ``MSG.NEXT`` request (``+NXT`` turns the ack's reply into one)."""
+
+    def hold(self) -> None:
+        """Hear of messages removed from the stream one by one (pending acks or delivery
+        counts are held)."""
+
+    def advise(self, what: str, event_type: str, fields: dict[str, Any]) -> None:
+        """Send a ``$JS.EVENT.ADVISORY.CONSUMER.<what>`` advisory of this consumer."""
+
+
+class AckTracker:
+    """Pending acks of one consumer: ack handling, the ack wait timer, redelivery,
+    ``max_deliver``, the ack floor and retention after acks."""
+
+    def __init__(self, host: AckHost) -> None:
+        self.host = host
+        #: stream seq -> [consumer seq, ack deadline ns (0 while queued), timestamp ns]
+        self.pending: dict[int, list[int]] = {}
+        #: stream seq -> delivery count (missing: 1)
+        self.rdc: dict[int, int] = {}
+        #: stream seqs due for redelivery, in the order they became due
+        self.rdq: list[int] = []
+        self.adflr = 0
+        self.asflr = 0
+        self._sflr: list[int] | None = None  # the store's ack floor while it differs
+        self.acked_at: int | None = None
+        self.sample_freq = 0
+        self._timer: Timer | None = None
+        self._timer_at = 0
+        self._sub: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def apply_config(self, cfg: C.ConsumerConfig) -> None:
+        try:
+            self.sample_freq = int(cfg.sample_freq.removesuffix("%")) if cfg.sample_freq else 0
+        except ValueError:
+            self.sample_freq = 0
+
+    def start(self) -> None:
+        """Subscribe to the consumer's acks (not under ack policy ``none``: nats-server then
+        has no subscription, so an ack sent as a request gets the core 503)."""
+        host = self.host
+        if host.config.ack_policy != "none":
+            subject = f"$JS.ACK.{host.stream.name}.{host.name}.>"
+            self._sub = host.bus.subscribe_internal(subject, self.on_ack)
+
+    def stop(self) -> None:
+        """Cancel the ack-wait timer and drop the ack subscription."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._sub is not None:
+            self.host.bus.unsubscribe_internal(self._sub)
+            self._sub = None
+
+    def reset(self, seq: int) -> None:
+        """``CONSUMER.RESET`` to stream sequence ``seq``: nothing pending, nothing counted,
+        the floor just below ``seq``."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.pending = {}
+        self.rdc = {}
+        self.rdq = []
+        self.adflr, self.asflr = 0, seq - 1
+        self._sflr = None
+        self.acked_at = None
+
+    def restore(self, adflr: int, asflr: int, pending: list[tuple[int, int, int]],
+                rdc: dict[int, int]) -> None:
+        """The persisted state (``pending``: stream seq, consumer seq, timestamp): deadlines
+        from the timestamps, nothing queued for redelivery, and (as nats-server does) the
+        first ack-wait check 0.5–1.5 s from now, sooner when the ack wait is shorter."""
+        host = self.host
+        self.adflr, self.asflr = adflr, asflr
+        restored: dict[int, list[int]] = {}
+        for s, dseq, ts in pending:
+            restored[s] = [dseq, ts + self.ack_wait(rdc.get(s, 1)), ts]
+            rdc.setdefault(s, 1)
+        self.pending = restored
+        self.rdc = rdc
+        if restored and host.config.ack_policy != "none":
+            delay = 0.5 + host.bus.randomness.child("restore").randrange(1000) / 1000
+            aw = host.config.ack_wait or C.DEFAULT_ACK_WAIT
+            if aw / 1e9 < delay:
+                delay = aw / 1e9 + 0.001
+            self._timer_at = host.clock.time_ns() + int(delay * 1e9)
+            self._timer = host.clock.call_later(delay, self.check_pending)
+
+    # ------------------------------------------------------------------ deliveries
+
+    def track(self, seq: int, dseq: int, dc: int, now: int) -> None:
+        """The consumer delivers stream ``seq`` as consumer ``dseq``, delivery count ``dc``
+        (over 1: the head of ``rdq``), at ``now``. Under ack policy ``none`` the delivery is
+        its own ack; otherwise it is pending until its deadline."""
+        if dc > 1:
+            self.rdq.pop(0)
+        cfg = self.host.config
+        if cfg.ack_policy == "none":
+            self.adflr, self.asflr = dseq, seq
+            return
+        # [consumer seq, ack deadline (0 while queued for redelivery), timestamp]: the
+        # timestamp is nats-server's Pending.Timestamp (delivery, WPI or NAK-delay time).
+        # A redelivery keeps the original consumer sequence (nats-server trackPending):
+        # the ack floor moves by it.
+        backoff = cfg.backoff
+        if backoff:  # ack_wait(dc), inlined
+            deadline = now + backoff[min(dc - 1, len(backoff) - 1)]
+        else:
+            deadline = now + (cfg.ack_wait or C.DEFAULT_ACK_WAIT)
+        pending = self.pending
+        if dc > 1:
+            p = pending.get(seq)
+            if p is not None:
+                p[1] = deadline
+                p[2] = now
+            else:
+                pending[seq] = [dseq, deadline, now]
+            self.rdc[seq] = dc
+        else:
+            pending[seq] = [dseq, deadline, now]
+            # A first delivery counts 1, which is what rdc.get(seq, 1) answers: no entry.
+            if self.rdc:
+                self.rdc.pop(seq, None)
+        if self._timer is None or self._timer_at > deadline:
+            self._arm(deadline)
+
+    def track_fed(self, seq: int, dseq: int, deadline: int, now: int) -> None:
+        """A mirror's or source's link read stream ``seq`` through this consumer (it delivers
+        by reading the store): pending as consumer ``dseq`` until the link's own ack."""
+        self.pending[seq] = [dseq, deadline, now]
+
+    def next_redelivery(self) -> "tuple[StoredMessage, int] | None":
+        """The first message due for redelivery and its delivery count, or None. On the way
+        (nats-server ``getNextMsg``) one delivered ``max_deliver`` times is given up, and one
+        removed from the stream meanwhile is acked as a ``+TERM``."""
+        host = self.host
+        store = host.stream.store
+        max_deliver = host.config.max_deliver
+        while self.rdq:
+            seq = self.rdq[0]
+            dc = self.rdc.get(seq, 1) + 1
+            if max_deliver > 0 and dc > max_deliver:
+                self.rdq.pop(0)
+                if dc == max_deliver + 1:
+                    self._advise_max_deliveries(seq, dc - 1)
+                self._give_up(seq, dc)
+                host.hold()
+                continue
+            sm = store.load(seq) if seq in self.pending else None
+            if sm is None:
+                self.rdq.pop(0)
+                p = self.pending.get(seq)
+                if p is not None:  # removed from the stream meanwhile: acked, as a +TERM
+                    self._term_removed(seq, p[0], dc - 1)
+                continue
+            return sm, dc
+        return None
 
     # ------------------------------------------------------------------ acks
 
-    def _on_ack(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
-                payload: bytes, origin: Any) -> None:
+    def on_ack(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
+               payload: bytes, origin: Any) -> None:
+        """An ack on ``$JS.ACK.<stream>.<consumer>.>``."""
         toks = subject.split(b".")
         n = len(toks)
         try:
@@ -91,65 +304,55 @@ class AckTracking:
                 return
         except ValueError:
             return
-        if self._dtimer is not None:
-            # Activity for the inactivity check (the only reader of _last_request), which is
-            # armed whenever it can matter: reading the clock costs more than the ack.
-            self._last_request = self.clock.monotonic()
+        host = self.host
+        if host.delete_timer is not None:
+            # Activity for the inactivity check, which is armed whenever it can matter:
+            # reading the clock costs more than the ack.
+            host.note_activity()
         if not payload or payload == b"+ACK":  # empty (nats-py), +ACK (the Go and C clients)
-            self._ack(sseq, dseq, dc)
+            self.ack(sseq, dseq, dc)
             if reply:
-                self._confirm(reply)
+                host.confirm_ack(reply)
             return
         body = payload.strip()
         nxt: bytes | None = None
         if body in (b"", b"+ACK", b"+OK") or body.startswith(b"+ACK "):
-            self._ack(sseq, dseq, dc)
+            self.ack(sseq, dseq, dc)
         elif body.startswith(b"-NAK"):
             self._nak(sseq, body[4:].strip(), dseq, dc)
         elif body.startswith(b"+WPI"):
             self._progress(sseq)
         elif body.startswith(b"+TERM"):
-            self._ack(sseq, dseq)
+            self.ack(sseq, dseq)
             self._advise_terminated(sseq, dseq, dc, body[5:].strip())
         elif body.startswith(b"+NXT"):
-            self._ack(sseq, dseq, dc)
+            self.ack(sseq, dseq, dc)
             nxt = body[4:].strip()
         if nxt is not None and reply:
-            self.next_request(reply, nxt)
+            host.next_request(reply, nxt)
         elif reply:
-            self._confirm(reply)
+            host.confirm_ack(reply)
 
-    def _confirm(self, reply: bytes) -> None:
-        """Answer an ack sent as a request (``ack_sync``): at once on a memory consumer; on a
-        durable one only after the commit that carries the state the ack left (the state is
-        written at the end of this turn and committed with the stream's next grouped flush)."""
-        if not self._persist:
-            self.server.publish(reply, None, None, b"")
-            return
-        self._ack_replies.append(reply)
-        if not self._save_scheduled:
-            self._schedule_save()
-
-    def _ack(self, sseq: int, dseq: int, sample_dc: int = 0, wake: bool = True) -> None:
+    def ack(self, sseq: int, dseq: int, sample_dc: int = 0, wake: bool = True) -> None:
         """Apply an ack; ``sample_dc`` (the delivery count of the ack subject) asks for an
         ack metric sample (plain acks and +NXT on explicit-ack consumers, not +TERM);
         ``wake=False`` when called while choosing the next message (no delivery from here)."""
-        policy = self.config.ack_policy
-        if policy == "all":
-            self._ack_all(sseq, dseq, wake)
+        host = self.host
+        if host.config.ack_policy == "all":
+            self.ack_all(sseq, dseq, wake)
             return
         pending = self.pending
         p = pending.pop(sseq, None)
         if p is None:
             self._ack_not_pending(sseq)
             return
-        if sample_dc and self._sfreq > 0:
+        if sample_dc and self.sample_freq > 0:
             self._sample_ack(sseq, dseq, sample_dc, p[2])
         if self.rdc:
             self.rdc.pop(sseq, None)
         if self.rdq and sseq in self.rdq:
             self.rdq.remove(sseq)
-        self.acked_at = self.clock.time_ns()
+        self.acked_at = host.clock.time_ns()
         # _advance_floor(p[0], sseq), with its most common case inlined: in-order acks, the
         # acked delivery right above the floor and the next sequence still pending.
         if pending and p[0] == self.adflr + 1 and (nxt := pending.get(sseq + 1)) is not None:
@@ -158,14 +361,12 @@ class AckTracking:
             self._advance_floor(p[0], sseq)
         if self._sflr is not None:
             self._store_floor_ack(p[0], sseq)
-        if self._persist and not self._save_scheduled:  # _changed()
-            self._schedule_save()
-        if self.stream.config.retention == "limits":  # _after_acks() has nothing to remove
-            if wake:  # _wake(), inlined
-                if self._dsubj:
-                    self._push()
-                elif self.waiting:
-                    self._dispatch()
+        durable = host.durable
+        if durable.persist and not durable.scheduled:  # host.changed()
+            durable.changed()
+        if host.stream.config.retention == "limits":  # _after_acks() has nothing to remove
+            if wake:
+                host.wake()
         else:
             self._after_acks((sseq,), wake)
 
@@ -173,19 +374,22 @@ class AckTracking:
         """An explicit ack of a message not pending (acked before, or given up at
         max_deliver): nats-server forgets its delivery count, and a work-queue or interest
         stream may now drop it."""
-        if sseq >= self.sseq and not self.config.flow_control:
+        host = self.host
+        if sseq >= host.sseq and not host.config.flow_control:
             return  # never delivered: ignored
         if self.rdc.pop(sseq, None) is not None:
-            self._changed()
-        if self.stream.config.retention != "limits":
+            host.changed()
+        if host.stream.config.retention != "limits":
             self._after_acks((sseq,))
 
-    def _ack_all(self, sseq: int, dseq: int, wake: bool = True) -> None:
-        """``ack_policy`` ``all`` (nats-server ``processAckMsg``): an ack above the floor sets
-        the floor to its own consumer and stream sequences and clears everything pending up to
-        it; the store floor follows only when the acked sequence was still pending."""
+    def ack_all(self, sseq: int, dseq: int, wake: bool = True) -> None:
+        """``ack_policy`` ``all`` (nats-server ``processAckMsg``; also the flow-control acks
+        of a mirror's or source's link): an ack above the floor sets the floor to its own
+        consumer and stream sequences and clears everything pending up to it; the store floor
+        follows only when the acked sequence was still pending."""
+        host = self.host
         asflr = self.asflr
-        if (sseq >= self.sseq and not self.config.flow_control) or dseq <= self.adflr \
+        if (sseq >= host.sseq and not host.config.flow_control) or dseq <= self.adflr \
                 or sseq <= asflr:
             return
         pending = self.pending
@@ -211,8 +415,8 @@ class AckTracking:
                 s -= 1
         if done and self.rdq:
             self.rdq = [s for s in self.rdq if s in pending]
-        self.acked_at = self.clock.time_ns()
-        self._changed()
+        self.acked_at = host.clock.time_ns()
+        host.changed()
         if sseq not in done:
             done.append(sseq)
         self._after_acks(sorted(done), wake)
@@ -222,7 +426,8 @@ class AckTracking:
         move only when the acked delivery is the one right after the floor."""
         pending = self.pending
         if not pending:
-            self.adflr, self.asflr = self.dseq - 1, self.sseq - 1
+            host = self.host
+            self.adflr, self.asflr = host.dseq - 1, host.sseq - 1
         elif dseq == self.adflr + 1:
             # The oldest still-pending message above the acked one: in the common in-order
             # case the very next sequence, found without a scan.
@@ -239,16 +444,17 @@ class AckTracking:
                     if s == sseq + 1:
                         break
             if nxt:
-                self.adflr, self.asflr = self.pending[nxt][0] - 1, nxt - 1
+                self.adflr, self.asflr = pending[nxt][0] - 1, nxt - 1
 
     def _store_floor_ack(self, dseq: int, sseq: int) -> None:
         """The store floor's rule for an explicit ack of pending ``sseq`` (already removed from
         ``pending``) while it differs from the in-memory floor (nats-server ``UpdateAcks``)."""
         sflr = self._sflr
+        assert sflr is not None
         if dseq <= sflr[0]:
             pass
         elif not self.pending:
-            sflr[0], sflr[1] = self.dseq - 1, self.sseq - 1
+            sflr[0], sflr[1] = self.host.dseq - 1, self.host.sseq - 1
         elif dseq == sflr[0] + 1:
             sflr[0], sflr[1] = dseq, sseq
             nxt = min((s for s in self.pending if s > sseq), default=0)
@@ -267,34 +473,28 @@ class AckTracking:
     def _after_acks(self, seqs: list[int] | tuple[int, ...], wake: bool = True) -> None:
         """Retention: work queues drop acked messages; interest streams drop those no consumer
         still needs. Then freed ack-pending room may let deliveries resume."""
-        retention = self.stream.config.retention
-        if retention != "limits":
-            store = self.stream.store
+        stream = self.host.stream
+        if stream.config.retention != "limits":
+            store = stream.store
             for seq in seqs:
                 subject = store.subject_for_seq(seq)
                 if subject is not None:
-                    self._maybe_remove(seq, subject)
+                    self.remove_if_unneeded(seq, subject)
         if wake:
-            self._wake()
+            self.host.wake()
 
-    def _maybe_remove(self, seq: int, subject: str) -> None:
-        # Work queues too: a mirror's or source's consumer may still need it (nats-server
-        # ackMsg asks every consumer; other work-queue consumers never overlap).
-        stream = self.stream
+    def remove_if_unneeded(self, seq: int, subject: str) -> None:
+        """An acked message leaves a work-queue or interest stream unless another consumer
+        still needs it. Work queues too: a mirror's or source's consumer may still need it
+        (nats-server ``ackMsg`` asks every consumer; other work-queue consumers never
+        overlap)."""
+        host = self.host
+        stream = host.stream
         if stream.config.retention != "limits":
-            for other in stream.consumers_of(subject):
-                if other is not self and other.needs(seq, subject):
+            for other in stream.signals.consumers_of(subject):
+                if other is not host and other.needs(seq, subject):
                     return
         stream.remove_msg(seq, False)
-
-    def needs(self, seq: int, subject: str) -> bool:
-        """Does this consumer still have to deliver or see an ack for ``seq``?"""
-        if not self.matches(subject):
-            return False
-        # A message given up at max_deliver stays until acked (its rdc entry), as in
-        # nats-server's needAck.
-        return (seq >= self.sseq or seq in self.pending or seq in self._lps
-                or seq in self.rdc)
 
     # ------------------------------------------------------------------ NAK and progress
 
@@ -302,11 +502,12 @@ class AckTracking:
         p = self.pending.get(sseq)
         if p is None:
             return
+        host = self.host
         if dseq:
-            if dseq <= self.adflr or dseq > self.dseq:
+            if dseq <= self.adflr or dseq > host.dseq:
                 return  # out of range (nats-server processNak)
-            self._advise("MSG_NAKED", "advisory.v1.nak", {
-                "stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
+            host.advise("MSG_NAKED", "advisory.v1.nak", {
+                "stream": host.stream.name, "consumer": host.name, "consumer_seq": dseq,
                 "stream_seq": sseq, "deliveries": dc})
         delay = 0
         if arg:
@@ -318,70 +519,81 @@ class AckTracking:
             else:
                 delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
         if delay > 0:
-            p[1] = self.clock.time_ns() + delay
-            p[2] = p[1] - self._ack_wait(self.rdc.get(sseq, 1))
-            self._changed()
+            p[1] = host.clock.time_ns() + delay
+            p[2] = p[1] - self.ack_wait(self.rdc.get(sseq, 1))
+            host.changed()
             if sseq in self.rdq:
                 self.rdq.remove(sseq)
-            self._arm_ack_timer()
+            self._arm()
             return
         p[1] = 0
         self._queue_redelivery(sseq)
-        self._wake()
+        host.wake()
 
     def _progress(self, sseq: int) -> None:
         p = self.pending.get(sseq)
         if p is None or sseq in self.rdq:
             return
-        p[2] = self.clock.time_ns()
-        p[1] = p[2] + self._ack_wait(self.rdc.get(sseq, 1))
-        self._changed()
-        if self._ack_timer is not None and self._ack_timer_at < p[1]:
+        host = self.host
+        p[2] = host.clock.time_ns()
+        p[1] = p[2] + self.ack_wait(self.rdc.get(sseq, 1))
+        host.changed()
+        if self._timer is not None and self._timer_at < p[1]:
             return
-        self._arm_ack_timer()
+        self._arm()
 
     # ------------------------------------------------------------------ ack wait / redelivery
 
-    def _ack_wait(self, dc: int) -> int:
-        backoff = self.config.backoff
+    def ack_wait(self, dc: int) -> int:
+        """How long delivery ``dc`` waits for its ack: ``backoff[dc - 1]`` (its last entry
+        repeating), else ``ack_wait``."""
+        cfg = self.host.config
+        backoff = cfg.backoff
         if backoff:
             return backoff[min(dc - 1, len(backoff) - 1)]
-        return self.config.ack_wait or C.DEFAULT_ACK_WAIT
+        return cfg.ack_wait or C.DEFAULT_ACK_WAIT
 
-    def _arm_ack_timer(self, deadline: int = 0) -> None:
+    def latest_deadline(self) -> int:
+        """The last ack deadline still running (0: none); the inactivity threshold of a pull
+        consumer counts from it."""
+        return max((p[1] for p in self.pending.values() if p[1] > 0), default=0)
+
+    def _arm(self, deadline: int = 0) -> None:
         """Make sure a timer fires at the earliest ack deadline. ``deadline``: the one deadline
         that just changed (a delivery), so an armed timer due no later needs no scan."""
         if not self.pending:
             return
-        if deadline and self._ack_timer is not None and self._ack_timer_at <= deadline:
+        if deadline and self._timer is not None and self._timer_at <= deadline:
             return
         due = [p[1] for s, p in self.pending.items() if p[1] > 0]
         if not due:
             return
         when = min(due)
-        if self._ack_timer is not None:
-            if self._ack_timer_at <= when:
+        if self._timer is not None:
+            if self._timer_at <= when:
                 return
-            self._ack_timer.cancel()
-        delay = max(0.0, (when - self.clock.time_ns()) / 1e9)
-        if not getattr(self.clock, "virtual", False):
+            self._timer.cancel()
+        clock = self.host.clock
+        delay = max(0.0, (when - clock.time_ns()) / 1e9)
+        if not clock.virtual:
             # On real time a hair late rather than early (a loop timer may fire a little
             # before its due time, find nothing expired and re-arm); a virtual clock fires a
             # timer exactly when it is due, so advance(ack_wait) redelivers.
             delay += 0.001
-        self._ack_timer_at = when
-        self._ack_timer = self.clock.call_later(delay, self._check_pending)
+        self._timer_at = when
+        self._timer = clock.call_later(delay, self.check_pending)
 
-    def _check_pending(self) -> None:
+    def check_pending(self) -> None:
         """Ack waits ran out (nats-server ``checkPending``): queue those messages for
         redelivery, in stream order; give up at once only what ``max_deliver`` 1 allows no
         second delivery of. With nothing pending the in-memory floor moves to the delivery
         position (the store floor stays)."""
-        self._ack_timer = None
-        if self.closed:
+        self._timer = None
+        host = self.host
+        if host.closed:
             return
-        now = self.clock.time_ns()
-        max_deliver = self.config.max_deliver
+        now = host.clock.time_ns()
+        max_deliver = host.config.max_deliver
         expired = sorted(s for s, p in self.pending.items() if 0 < p[1] <= now)
         queued = False
         for seq in expired:
@@ -399,10 +611,10 @@ class AckTracking:
             self.rdq.append(seq)
             queued = True
         if self.pending:
-            self._arm_ack_timer()
+            self._arm()
         else:
             self.rdq = []
-            floor = (self.dseq - 1, self.sseq - 1)
+            floor = (host.dseq - 1, host.sseq - 1)
             if (self.adflr, self.asflr) != floor:
                 if self._sflr is None:
                     self._sflr = [self.adflr, self.asflr]
@@ -410,11 +622,18 @@ class AckTracking:
                 if self._sflr == [self.adflr, self.asflr]:
                     self._sflr = None
         if queued:
-            self._wake()
+            host.wake()
 
     def _queue_redelivery(self, seq: int) -> None:
         if seq not in self.rdq:
             self.rdq.append(seq)
+
+    def redeliver_all(self) -> None:
+        """Everything pending is due again now (the deliver subject changed: nats-server
+        redelivers what was pending there)."""
+        for seq, p in self.pending.items():
+            p[1] = 0
+            self._queue_redelivery(seq)
 
     def _give_up(self, seq: int, count: int) -> None:
         """``max_deliver`` reached: forget the pending ack (the message stays in the stream,
@@ -422,45 +641,107 @@ class AckTracking:
         2.15.1)."""
         self.rdc[seq] = count
         if self.pending.pop(seq, None) is not None:
-            self._changed()
+            self.host.changed()
 
     def _term_removed(self, seq: int, dseq: int, dc: int, wake: bool = False) -> None:
         """A pending message left the stream (nats-server ``decStreamPending``): acked as a
         ``+TERM`` with the reason ``Unacknowledged message was deleted``."""
-        self._ack(seq, dseq, 0, wake)
+        self.ack(seq, dseq, 0, wake)
         self._advise_terminated(seq, dseq, dc, b"Unacknowledged message was deleted")
+
+    # ------------------------------------------------------------------ messages leaving
+
+    def on_removed(self, seqs: list[int]) -> bool:
+        """Messages left the stream one by one: one still awaiting an ack is acked as a
+        ``+TERM``; one given up at max_deliver forgets its delivery count. True when an ack
+        freed room (the consumer may deliver again)."""
+        pending, rdc = self.pending, self.rdc
+        termed = False
+        for seq in seqs:
+            p = pending.get(seq)
+            if p is not None:
+                self._term_removed(seq, p[0], max(rdc.get(seq, 1) - 1, 1))
+                termed = True
+            elif rdc and rdc.pop(seq, None) is not None:
+                self.host.changed()
+        return termed
+
+    def forget_below(self, first: int) -> None:
+        """A purge left the stream starting at ``first``: delivery counts below it go (and
+        their redeliveries)."""
+        rdc = self.rdc
+        if rdc:
+            below = [s for s in rdc if s < first]
+            for s in below:
+                del rdc[s]
+            if below and self.rdq:
+                self.rdq = [s for s in self.rdq if s >= first]
+
+    def on_purge(self, sseq: int, wider: bool) -> None:
+        """The consumer's position moved to (at least) ``sseq`` by a purge (nats-server
+        ``consumer.purge``): the ack floor moves to just below it, dropping pending acks
+        under it (and, when the filter is wider than what was purged, of messages gone);
+        with nothing pending the floor is the delivery position. The redelivery queue keeps
+        only what is at or above the position: the rest waits for its ack wait again (from
+        its last delivery)."""
+        host = self.host
+        pending = self.pending
+        if self.asflr < sseq:
+            self.asflr = sseq - 1
+            store = host.stream.store
+            for seq, p in list(pending.items()):
+                if seq <= self.asflr or (wider and store.subject_for_seq(seq) is None):
+                    if p[0] > self.adflr:
+                        self.adflr = p[0]
+                    del pending[seq]
+                    self.rdc.pop(seq, None)
+                    self.acked_at = host.clock.time_ns()  # acked as gone: ack activity
+        if not pending:
+            self.rdc = {}
+            self.adflr, self.asflr = host.dseq - 1, host.sseq - 1
+        if self.rdq:
+            keep = [s for s in self.rdq if s >= host.sseq and s in pending]
+            for s in self.rdq:
+                q = pending.get(s)
+                if q is not None and s not in keep:
+                    q[1] = q[2] + self.ack_wait(self.rdc.get(s, 1))
+            self.rdq = keep
+            self._arm()
+        self._sflr = None
 
     # ------------------------------------------------------------------ advisories and metrics
 
     def _advise_terminated(self, sseq: int, dseq: int, dc: int, reason: bytes) -> None:
         """``MSG_TERMINATED``: nats-server sends it for every +TERM, pending or not."""
-        fields: dict[str, Any] = {"stream": self.stream.name, "consumer": self.name,
+        host = self.host
+        fields: dict[str, Any] = {"stream": host.stream.name, "consumer": host.name,
                                   "consumer_seq": dseq, "stream_seq": sseq, "deliveries": dc}
         if reason:
             fields["reason"] = reason.decode("utf-8", "replace")
-        self._advise("MSG_TERMINATED", "advisory.v1.terminated", fields)
+        host.advise("MSG_TERMINATED", "advisory.v1.terminated", fields)
 
     def _sample_ack(self, sseq: int, dseq: int, dc: int, ts: int) -> None:
         """``sample_freq``: an ack metric for this ack with probability N/100 (as nats-server
         draws it: ``rand(100) <= N``), only when someone subscribes."""
-        freq = self._sfreq
-        if freq < 100 and self.server.randomness.child("ack-sampling").randrange(100) > freq:
+        freq = self.sample_freq
+        host = self.host
+        if freq < 100 and host.bus.randomness.child("ack-sampling").randrange(100) > freq:
             return
-        now = self.clock.time_ns()
-        self.stream.engine.advisories.advise(
-            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream.name}.{self.name}",
+        now = host.clock.time_ns()
+        stream = host.stream
+        stream.engine.advisories.advise(
+            f"$JS.EVENT.METRIC.CONSUMER.ACK.{stream.name}.{host.name}",
             "metric.v1.consumer_ack",
-            {"stream": self.stream.name, "consumer": self.name, "consumer_seq": dseq,
+            {"stream": stream.name, "consumer": host.name, "consumer_seq": dseq,
              "stream_seq": sseq, "ack_time": now - ts, "deliveries": dc})
 
     def _advise_max_deliveries(self, seq: int, deliveries: int) -> None:
-        self.stream.engine.advisories.advise(
-            f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{self.stream.name}.{self.name}",
-            "advisory.v1.max_deliver",
-            {"stream": self.stream.name, "consumer": self.name, "stream_seq": seq,
-             "deliveries": deliveries})
+        host = self.host
+        host.advise("MAX_DELIVERIES", "advisory.v1.max_deliver",
+                    {"stream": host.stream.name, "consumer": host.name, "stream_seq": seq,
+                     "deliveries": deliveries})
 
     def num_redelivered(self) -> int:
-        if self.config.max_deliver == 1:
+        if self.host.config.max_deliver == 1:
             return 0  # nats-server hides them: redeliveries are off
         return sum(1 for dc in self.rdc.values() if dc > 1)

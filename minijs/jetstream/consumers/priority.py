@@ -26,23 +26,80 @@ Invariants:
   exactly when the pin's timer runs; a request carrying the pin id restarts it.
 * A pin given to a request whose message then exceeds its byte budget is taken back at once
   (the ``PINNED`` advisory has gone out; no ``UNPINNED`` follows).
+
+:class:`PriorityGroups` owns the pin (``pin_id``, ``pinned_ts``, its timer). It works on the
+consumer's request queue only when the queue hands itself over (:class:`WaitQueue`), and
+reaches its consumer through :class:`PriorityHost` (pending counts, the size of a delivery,
+advisories, the wake-up).
 """
 from __future__ import annotations
 
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
 from minijs.jetstream.advisory import new_id
 from minijs.jetstream.consumers.pull import PriorityGroup, PullRequest
-from minijs.jetstream.store.base import StoredMessage
+
+if TYPE_CHECKING:
+    from minijs.clock import Clock, Timer
+    from minijs.jetstream.bus import MessageBus
+    from minijs.jetstream.config.consumer import ConsumerConfig
+    from minijs.jetstream.consumers.acks import AckTracker
+    from minijs.jetstream.store.base import StoredMessage
+    from minijs.jetstream.streams.stream import Stream
+
+
+@runtime_checkable
+class PriorityHost(Protocol):
+    """What the priority groups need of their consumer."""
+
+    config: "ConsumerConfig"
+    clock: "Clock"
+    bus: "MessageBus"
+    stream: "Stream"
+    name: str
+    closed: bool
+    #: read for the ack-pending count (``overflow``'s ``min_ack_pending``)
+    acks: "AckTracker"
+
+    def num_pending(self) -> int: ...
+
+    def delivery_size(self, subject: bytes, sm: "StoredMessage", dc: int, hdr: bytes | None,
+                      data: bytes) -> int: ...
+
+    def advise(self, what: str, event_type: str, fields: dict[str, Any]) -> None: ...
+
+    def wake(self) -> None: ...
+
+
+@runtime_checkable
+class WaitQueue(Protocol):
+    """The consumer's queue of waiting pull requests, as a choice works on it."""
+
+    waiting: deque[PullRequest]
+
+    def end_head(self, wr: PullRequest, code: int, text: str) -> None: ...
+
+    def finish(self, wr: PullRequest) -> None: ...
 
 
 class PriorityGroups:
-    """The ``priority_policy`` of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: request
-    checks, prioritized ordering, overflow thresholds and the pinned client."""
+    """The ``priority_policy`` of one consumer: request checks, prioritized ordering,
+    overflow thresholds and the pinned client."""
 
-    def _check_priority(self, pg: PriorityGroup) -> tuple[int, str] | None:
+    def __init__(self, host: PriorityHost) -> None:
+        self.host = host
+        #: the pinned client's id ("": nobody pinned), when it was pinned, the pin's timer
+        self.pin_id = ""
+        self.pinned_ts = 0
+        self.pin_timer: Timer | None = None
+
+    def check(self, pg: PriorityGroup) -> tuple[int, str] | None:
         """``processNextMsgRequest``'s priority-group checks, in its order: fields another
         policy owns, the priority range, then (for a consumer with a policy) the group and,
         while a client is pinned, the pin id — a matching id restarts the pin's timer."""
-        policy = self.config.priority_policy
+        cfg = self.host.config
+        policy = cfg.priority_policy
         if (pg.min_pending or pg.min_ack_pending) and policy != "overflow":
             return 400, "Bad Request - Not a Overflow Priority consumer"
         if pg.id and policy != "pinned_client":
@@ -53,7 +110,7 @@ class PriorityGroups:
             return None
         if not pg.group:
             return 400, "Bad Request - Priority Group missing"
-        if pg.group not in (self.config.priority_groups or ()):
+        if pg.group not in (cfg.priority_groups or ()):
             return 400, "Bad Request - Invalid Priority Group"
         if self.pin_id:
             if pg.id == self.pin_id:
@@ -62,17 +119,16 @@ class PriorityGroups:
                 return 423, "Nats-Pin-Id mismatch"
         return None
 
-    def _insert_by_priority(self, wr: PullRequest) -> None:
+    def insert(self, waiting: deque[PullRequest], wr: PullRequest) -> None:
         """``prioritized``: the queue stays ordered by priority (0 first), FIFO within one."""
-        waiting = self.waiting
         prio = wr.priority
         i = len(waiting)
         while i > 0 and waiting[i - 1].priority > prio:
             i -= 1
         waiting.insert(i, wr)
 
-    def _next_waiting(self, sm: StoredMessage, dc: int, subject: bytes, hdr: bytes | None,
-                      data: bytes) -> tuple[PullRequest, int] | None:
+    def choose(self, queue: WaitQueue, sm: "StoredMessage", dc: int, subject: bytes,
+               hdr: bytes | None, data: bytes) -> tuple[PullRequest, int] | None:
         """``nextWaiting``: the request that gets this message (moved to the head of the queue)
         and the message's size against its byte budget, or None when no waiting request may
         take it now.
@@ -84,10 +140,11 @@ class PriorityGroups:
         ``min_ack_pending`` stands by until either threshold is reached. A message larger than
         the remaining budget ends the request with ``409 Message Size Exceeds MaxBytes``.
         Requests nobody listens to any more are dropped."""
-        waiting = self.waiting
-        policy = self.config.priority_policy
+        host = self.host
+        waiting = queue.waiting
+        policy = host.config.priority_policy
         need_pin = policy == "pinned_client" and not self.pin_id
-        has_interest = self.server.has_interest
+        has_interest = host.bus.has_interest
         size = -1
         cycled = 0
         while waiting:
@@ -98,11 +155,11 @@ class PriorityGroups:
                 if pg is None or not pg.id:
                     assigned = self._assign_pin(wr)
                 else:
-                    self._end_head(wr, 423, "Nats-Wrong-Pin-Id")
+                    queue.end_head(wr, 423, "Nats-Wrong-Pin-Id")
                     continue
             elif self.pin_id and not (pg is not None and pg.id == self.pin_id):
                 if pg is not None and pg.id:
-                    self._end_head(wr, 423, "Nats-Wrong-Pin-Id")
+                    queue.end_head(wr, 423, "Nats-Wrong-Pin-Id")
                     continue
                 waiting.rotate(-1)  # standby while another client is pinned
                 cycled += 1
@@ -112,9 +169,9 @@ class PriorityGroups:
             if (policy == "overflow" and pg is not None
                     and (pg.min_pending > 0 or pg.min_ack_pending > 0)):
                 # nats-server compares with its pending count before a *new* message is taken.
-                npc = self.num_pending() + (1 if dc > 1 else 0)
+                npc = host.num_pending() + (1 if dc > 1 else 0)
                 if not ((0 < pg.min_pending <= npc)
-                        or (0 < pg.min_ack_pending <= len(self.pending))):
+                        or (0 < pg.min_ack_pending <= len(host.acks.pending))):
                     waiting.rotate(-1)
                     cycled += 1
                     if cycled >= len(waiting):
@@ -122,16 +179,15 @@ class PriorityGroups:
                     continue
             if wr.b > 0:
                 if size < 0:
-                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
-                    size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                    size = host.delivery_size(subject, sm, dc, hdr, data)
                 if size > wr.b:
-                    self._end_head(wr, 409, "Message Size Exceeds MaxBytes")
+                    queue.end_head(wr, 409, "Message Size Exceeds MaxBytes")
                     if assigned:
                         self._unassign_pin()
                     continue
             if has_interest(wr.reply):
                 return wr, max(size, 0)
-            self._finish(wr)
+            queue.finish(wr)
         return None
 
     def unpin(self, group: str) -> None:
@@ -139,7 +195,13 @@ class PriorityGroups:
         administrator; the next delivery pins a new client."""
         self._unassign_pin()
         self._advise_unpinned(group, "admin")
-        self._wake()
+        self.host.wake()
+
+    def stop(self) -> None:
+        """The consumer stops: the pin's timer goes."""
+        if self.pin_timer is not None:
+            self.pin_timer.cancel()
+            self.pin_timer = None
 
     def _assign_pin(self, wr: PullRequest) -> bool:
         """Pin the client behind ``wr`` (a request naming a group): a new NUID, its time, the
@@ -147,40 +209,40 @@ class PriorityGroups:
         pg = wr.pg
         if pg is None or not pg.group:
             return False
-
-        self.pin_id = new_id(self.server)
-        self.pinned_ts = self.clock.time_ns()
+        host = self.host
+        self.pin_id = new_id(host.bus)
+        self.pinned_ts = host.clock.time_ns()
         pg.id = self.pin_id
         self._set_pin_timer(pg.group)
-        self._advise("PINNED", "advisory.v1.consumer_group_pinned", {
-            "account": self.stream.engine.account_name, "stream": self.stream.name, "consumer": self.name,
-            "group": pg.group, "pinned_id": self.pin_id})
+        host.advise("PINNED", "advisory.v1.consumer_group_pinned", {
+            "account": host.stream.engine.account_name, "stream": host.stream.name,
+            "consumer": host.name, "group": pg.group, "pinned_id": self.pin_id})
         return True
 
     def _unassign_pin(self) -> None:
         self.pin_id = ""
         self.pinned_ts = 0
-        if self._pin_timer is not None:
-            self._pin_timer.cancel()
-            self._pin_timer = None
+        self.stop()
 
     def _set_pin_timer(self, group: str) -> None:
         """(Re)start the pin's ``priority_timeout``: the pinned client keeps its pin while it
         sends requests with its id at least that often."""
-        if self._pin_timer is not None:
-            self._pin_timer.cancel()
-        self._pin_timer = self.clock.call_later(self.config.priority_timeout / 1e9,
-                                                self._pin_expired, group)
+        if self.pin_timer is not None:
+            self.pin_timer.cancel()
+        host = self.host
+        self.pin_timer = host.clock.call_later(host.config.priority_timeout / 1e9,
+                                               self._pin_expired, group)
 
     def _pin_expired(self, group: str) -> None:
-        self._pin_timer = None
-        if self.closed or not self.pin_id:
+        self.pin_timer = None
+        if self.host.closed or not self.pin_id:
             return
         self._unassign_pin()
         self._advise_unpinned(group, "timeout")
-        self._wake()
+        self.host.wake()
 
     def _advise_unpinned(self, group: str, reason: str) -> None:
-        self._advise("UNPINNED", "advisory.v1.consumer_group_unpinned", {
-            "account": self.stream.engine.account_name, "stream": self.stream.name, "consumer": self.name,
-            "group": group, "reason": reason})
+        host = self.host
+        host.advise("UNPINNED", "advisory.v1.consumer_group_unpinned", {
+            "account": host.stream.engine.account_name, "stream": host.stream.name,
+            "consumer": host.name, "group": group, "reason": reason})

@@ -1,5 +1,6 @@
 """Pull requests: ``CONSUMER.MSG.NEXT`` bodies, the queue of waiting requests and the dispatch
-of messages to them (reference ``jetstream-behavior.md`` §5; ``jetstream-api.md`` §10).
+of messages to them, as nats-server's ``processNextMsgRequest``, ``processWaiting`` and
+``getNextMsg`` serve them.
 
 A request body is decoded as nats-server's ``nextReqFromMsg`` does (:func:`parse_next_request`)
 and then, in ``processNextMsgRequest``'s order, refused at once or queued:
@@ -34,19 +35,28 @@ Invariants:
 * A request with ``idle_heartbeat`` hears ``100 Idle Heartbeat`` (last consumer and stream
   sequences) after each such interval without a delivery to it.
 
-The mixin works on the consumer's shared state through ``self``: the next message comes from
-the consumer's ``_peek`` and is committed by its ``_deliver``; under a priority policy the
-request that takes it is chosen by the priority-group mixin.
+:class:`PullRequests` owns the queue (``waiting``) and writes it only in its own methods. It
+reaches its consumer through :class:`PullHost` (the next message comes from the consumer's
+``peek`` and is committed by its ``deliver``; pending counts, pause and replay timing are the
+consumer's) and, under a priority policy, asks the consumer's priority groups
+(:class:`RequestChooser`) which request takes a message.
 """
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.protocol import wire
+
+if TYPE_CHECKING:
+    from minijs.clock import Clock
+    from minijs.jetstream.bus import MessageBus
+    from minijs.jetstream.config.consumer import ConsumerConfig
+    from minijs.jetstream.consumers.acks import AckTracker
+    from minijs.jetstream.store.base import StoredMessage
 
 #: ``CONSUMER.MSG.NEXT`` JSON body (``JSApiConsumerGetNextRequest``, lenient: unknown fields
 #: ignored). The Go struct is anonymous in error texts (``Go struct field .batch``).
@@ -169,19 +179,90 @@ def _status(code: int, text: str, pairs: list[tuple[str, str]] | None = None) ->
     return wire.status_header(code, text, pairs)
 
 
-class PullDelivery:
-    """``MSG.NEXT`` requests of a :class:`~minijs.jetstream.consumers.consumer.Consumer`: queueing,
-    expiry, heartbeats and the dispatch of messages to them."""
+@runtime_checkable
+class PullHost(Protocol):
+    """What the request queue needs of its consumer."""
+
+    config: "ConsumerConfig"
+    clock: "Clock"
+    bus: "MessageBus"
+    closed: bool
+    #: read for the redeliveries due (``rdq``)
+    acks: "AckTracker"
+    #: replay ``original`` still spaces deliveries
+    replaying: bool
+
+    def peek(self) -> "tuple[StoredMessage, int] | None":
+        """The next message to deliver and its delivery count, not committed."""
+
+    def payload(self, sm: "StoredMessage") -> tuple[bytes | None, bytes]:
+        """Headers and data of a delivery of ``sm`` (``headers_only``)."""
+
+    def delivery_size(self, subject: bytes, sm: "StoredMessage", dc: int, hdr: bytes | None,
+                      data: bytes) -> int:
+        """What a delivery of ``sm`` counts against a byte budget."""
+
+    def deliver(self, reply: bytes, subject: bytes, hdr: bytes | None, data: bytes,
+                sm: "StoredMessage", dc: int) -> None:
+        """Commit the delivery of ``sm`` and send it to ``reply``."""
+
+    def is_paused(self) -> bool: ...
+
+    def num_pending(self) -> int: ...
+
+    def replay_hold(self, ts: int) -> bool:
+        """Must the message stored at ``ts`` wait (replay ``original``)?"""
+
+    def replay_done(self) -> None:
+        """A dispatch ended: replay may be over for good."""
+
+    def note_activity(self) -> None:
+        """A request arrived (activity for the inactivity threshold)."""
+
+    def want_wake(self) -> None:
+        """Be woken by new messages (an unfiltered consumer that may deliver now)."""
+
+    def last_delivered_headers(self) -> list[tuple[str, str]]: ...
+
+
+@runtime_checkable
+class RequestChooser(Protocol):
+    """The consumer's priority groups, as the queue uses them."""
+
+    #: the pinned client's id ("": none), carried by every delivery under ``pinned_client``
+    pin_id: str
+
+    def check(self, pg: PriorityGroup) -> tuple[int, str] | None:
+        """A request's priority-group fields: None, or the status refusing it."""
+
+    def insert(self, waiting: "deque[PullRequest]", wr: PullRequest) -> None:
+        """Queue ``wr`` in priority order (``prioritized``)."""
+
+    def choose(self, queue: "PullRequests", sm: "StoredMessage", dc: int, subject: bytes,
+               hdr: bytes | None, data: bytes) -> tuple[PullRequest, int] | None:
+        """The request that takes ``sm`` (moved to the head of the queue) and its size."""
+
+
+class PullRequests:
+    """The ``MSG.NEXT`` requests of one consumer: queueing, expiry, heartbeats and the
+    dispatch of messages to them."""
+
+    def __init__(self, host: PullHost, chooser: RequestChooser) -> None:
+        self.host = host
+        self.chooser = chooser
+        #: the requests that still want a message (see the module's invariants)
+        self.waiting: deque[PullRequest] = deque()
 
     def next_request(self, reply: bytes, payload: bytes) -> None:
         """``processNextMsgRequest``: reject, answer at once, or queue the request."""
-        if self.closed:
+        host = self.host
+        if host.closed:
             return
-        cfg = self.config
+        cfg = host.config
         if cfg.deliver_subject:
             self._send(reply, _status(409, "Consumer is push based"))
             return
-        self._last_request = self.clock.monotonic()
+        host.note_activity()
         try:
             batch, max_bytes, no_wait, expires, hb, pg = parse_next_request(payload)
         except ValueError as exc:
@@ -198,15 +279,15 @@ class PullDelivery:
             self._send(reply, _status(409, f"Exceeded MaxRequestMaxBytes of {cfg.max_bytes}"))
             return
         if pg is not None:
-            problem = self._check_priority(pg)
+            problem = self.chooser.check(pg)
             if problem:
                 code, text = problem
                 self._send(reply, _status(code, text))
                 return
         if len(self.waiting) >= cfg.max_waiting:
-            self._prune_waiting()
+            self.prune()
         if no_wait:
-            available = self.num_pending() + len(self.rdq)
+            available = host.num_pending() + len(host.acks.rdq)
             if available == 0 and expires == 0:
                 self._send(reply, _status(404, "No Messages"))
                 return
@@ -225,24 +306,24 @@ class PullDelivery:
             # and its expiry check answers 408 at once, before any message is taken.
             self._send(reply, _status(408, "Request Timeout", wr.pending_headers()))
             return
+        clock = host.clock
         if expires > 0:
-            wr.deadline = self.clock.monotonic() + expires / 1e9
-            wr.timer = self.clock.call_later(expires / 1e9, self._expire_request, wr)
+            wr.deadline = clock.monotonic() + expires / 1e9
+            wr.timer = clock.call_later(expires / 1e9, self._expire_request, wr)
         if hb > 0:
-            wr.hb_timer = self.clock.call_later(hb / 1e9, self._heartbeat, wr)
+            wr.hb_timer = clock.call_later(hb / 1e9, self._heartbeat, wr)
         if cfg.priority_policy == "prioritized":
-            self._insert_by_priority(wr)
+            self.chooser.insert(self.waiting, wr)
         else:
             self.waiting.append(wr)
-        if self._lazy:
-            self._want_wake()
-        self._dispatch()
+        host.want_wake()
+        self.dispatch()
 
-    def _prune_waiting(self) -> None:
+    def prune(self) -> None:
         """``processWaiting``: end requests past their expiry (408) and drop those nobody
         listens to any more (their reply subject lost interest)."""
         self._expire_overdue()
-        has_interest = self.server.has_interest
+        has_interest = self.host.bus.has_interest
         keep: deque[PullRequest] = deque()
         for wr in self.waiting:
             if has_interest(wr.reply):
@@ -258,7 +339,7 @@ class PullDelivery:
         waiting = self.waiting
         if not waiting:
             return
-        now = self.clock.monotonic()
+        now = self.host.clock.monotonic()
         for wr in waiting:
             if wr.deadline and now >= wr.deadline:
                 break
@@ -278,85 +359,93 @@ class PullDelivery:
 
     def _heartbeat(self, wr: PullRequest) -> None:
         wr.hb_timer = None
-        if self.closed or wr not in self.waiting:
+        host = self.host
+        if host.closed or wr not in self.waiting:
             return
-        self._send(wr.reply, _status(100, "Idle Heartbeat", self._last_delivered_headers()))
-        wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+        self._send(wr.reply, _status(100, "Idle Heartbeat", host.last_delivered_headers()))
+        wr.hb_timer = host.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
 
-    def _finish(self, wr: PullRequest) -> None:
+    def finish(self, wr: PullRequest) -> None:
         """Remove the head request ``wr`` (it got its batch or ended)."""
         self.waiting.popleft()
         wr.cancel()
 
-    def _dispatch(self) -> None:
+    def wake(self) -> None:
+        """Something may be deliverable now: serve the waiting requests, if any."""
+        if self.waiting:
+            self.dispatch()
+
+    def dispatch(self) -> None:
         """Hand available messages to waiting requests, head first, round-robin (priority
         order for ``prioritized``; the pinned client only for ``pinned_client``)."""
-        if self.is_paused():
+        host = self.host
+        if host.is_paused():
             return
         self._expire_overdue()
-        has_interest = self.server.has_interest
+        has_interest = host.bus.has_interest
         waiting = self.waiting
-        policy = self.config.priority_policy
+        cfg = host.config
+        policy = cfg.priority_policy
         plain = policy == "none"
         pinned = policy == "pinned_client"
         prioritized = policy == "prioritized"
-        headers_only = self.config.headers_only
-        while waiting and not self.closed:
+        headers_only = cfg.headers_only
+        chooser = self.chooser
+        while waiting and not host.closed:
             wr = waiting[0]
             if not has_interest(wr.reply):
-                self._finish(wr)
+                self.finish(wr)
                 continue
-            nxt = self._peek()
+            nxt = host.peek()
             if nxt is None:
                 break
             sm, dc = nxt
             subject = sm.subject.encode()
             if headers_only:
-                hdr, data = self._payload(sm)
+                hdr, data = host.payload(sm)
             else:
                 hdr, data = sm.hdr, sm.data
             size = 0
             if plain:
                 # The head request takes it (its interest was just checked), budget allowing.
                 if wr.b > 0:
-                    ack = self._ack_subject(dc, sm, self.dseq, self._pending_after(dc))
-                    size = len(subject) + len(ack) + (len(hdr) if hdr else 0) + len(data)
+                    size = host.delivery_size(subject, sm, dc, hdr, data)
                     if size > wr.b:
-                        self._end_head(wr, 409, "Message Size Exceeds MaxBytes")
+                        self.end_head(wr, 409, "Message Size Exceeds MaxBytes")
                         continue
             else:
-                chosen = self._next_waiting(sm, dc, subject, hdr, data)
+                chosen = chooser.choose(self, sm, dc, subject, hdr, data)
                 if chosen is None:
                     break
                 wr, size = chosen
-            if self._replay and self._lts and self._replay_wait(sm.ts):
+            if host.replaying and host.replay_hold(sm.ts):
                 break
             if wr.b > 0:
                 wr.b -= size
                 if wr.b == 0:
                     wr.n = 1  # the budget is spent: this delivery ends the request
             if pinned:
-                hdr = H.append(hdr, [("Nats-Pin-Id", self.pin_id)])
-            self._deliver(wr.reply, subject, hdr, data, sm, dc)
+                hdr = H.append(hdr, [("Nats-Pin-Id", chooser.pin_id)])
+            host.deliver(wr.reply, subject, hdr, data, sm, dc)
             wr.n -= 1
             wr.delivered += 1
             if wr.hb_timer is not None:
                 wr.hb_timer.cancel()
-                wr.hb_timer = self.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+                wr.hb_timer = host.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
             if wr.n > 0:
                 if len(waiting) > 1:  # (alone, it stays the head)
                     if prioritized:
                         waiting.popleft()
-                        self._insert_by_priority(wr)
+                        chooser.insert(waiting, wr)
                     else:
                         waiting.rotate(-1)
             else:
-                self._finish(wr)
+                self.finish(wr)
                 if wr.b > 0:
                     self._send(wr.reply, _status(409, "Batch Completed", wr.pending_headers()))
-        if self._replay:
-            self._replay_caught_up()
-        if waiting and not self.closed and not self.rdq and self.num_pending() == 0:
+        if host.replaying:
+            host.replay_done()
+        if waiting and not host.closed and not host.acks.rdq and host.num_pending() == 0:
             # Nothing left in the stream: no-wait requests end now (404 when they got
             # something or cannot wait; with expires and nothing delivered they keep waiting).
             keep: deque[PullRequest] = deque()
@@ -368,13 +457,13 @@ class PullDelivery:
                     keep.append(wr)
             self.waiting = keep
 
-    def _end_head(self, wr: PullRequest, code: int, text: str) -> None:
+    def end_head(self, wr: PullRequest, code: int, text: str) -> None:
         """End the head request with a status carrying what it still wanted."""
-        self._finish(wr)
+        self.finish(wr)
         self._send(wr.reply, _status(code, text, wr.pending_headers()))
 
     def _send(self, reply: bytes, hdr: bytes) -> None:
-        self.server.publish(reply, None, hdr, b"")
+        self.host.bus.publish(reply, None, hdr, b"")
 
     def signal_shutdown(self) -> None:
         """Server shutdown (``signalPullConsumers``): each waiting request's reply subject
@@ -384,3 +473,16 @@ class PullDelivery:
             if wr.reply not in told:
                 told.add(wr.reply)
                 self._send(wr.reply, _status(409, "Server Shutdown", wr.pending_headers()))
+
+    def end_all(self, code: int, text: str) -> None:
+        """The consumer is deleted: every waiting request hears ``code text``."""
+        for wr in self.waiting:
+            wr.cancel()
+            self._send(wr.reply, _status(code, text))
+        self.waiting.clear()
+
+    def stop(self) -> None:
+        """The consumer stops: waiting requests end silently."""
+        for wr in self.waiting:
+            wr.cancel()
+        self.waiting.clear()

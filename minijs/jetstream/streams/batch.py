@@ -27,7 +27,7 @@ from minijs.jetstream.streams import counter as C
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream.streams import schedules as _schedules
-from minijs.protocol.gostrings import go_quote
+from minijs.jetstream.streams.puback import PubAcks
 
 
 
@@ -40,8 +40,8 @@ class BatchStream(Protocol):
     store: Any
     clock: Any
     engine: Any
-    server: Any
-    _ack_prefix: bytes
+    bus: Any
+    acks: PubAcks
 
     def store_checked(self, *args: Any, **kwargs: Any) -> int: ...
     def _check_dedup(self, msg_id: str) -> Any: ...
@@ -55,11 +55,8 @@ MAX_BATCH_SIZE = 1000
 MAX_INFLIGHT_PER_STREAM = 50
 MAX_INFLIGHT_TOTAL = 1000
 MAX_BATCH_ID = 64
-#: nats-server's JetStream API level (``Nats-Required-Api-Level`` above it fails the batch).
-API_LEVEL = 5
 _MAX_HEADER = 0xFFFF
 _UINT = re.compile(r"[0-9]+")
-_ATOI = re.compile(r"[+-]?[0-9]+")
 
 #: Batches in flight per engine (nats-server counts them server-wide).
 _inflight: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
@@ -84,14 +81,6 @@ def _parse_seq(text: str | None) -> int | None:
 def _parse_uint(value: str) -> int:
     """An expected-sequence header as nats-server reads it: garbage never matches."""
     return int(value) if _UINT.fullmatch(value) else (1 << 64) - 1
-
-
-def _api_level_too_high(value: str) -> bool:
-    """nats-server ``errorOnRequiredApiLevel`` (Go ``strconv.Atoi``)."""
-    if not _ATOI.fullmatch(value):
-        return True
-    n = int(value)
-    return not -(1 << 63) <= n < (1 << 63) or n > API_LEVEL
 
 
 class AtomicBatches:
@@ -167,7 +156,7 @@ class AtomicBatches:
             self._discard(b)
             raise E.atomic_publish_invalid_batch_commit()
         if H.REQUIRED_API_LEVEL in h:
-            if h[H.REQUIRED_API_LEVEL] and _api_level_too_high(h[H.REQUIRED_API_LEVEL]):
+            if h[H.REQUIRED_API_LEVEL] and H.api_level_too_high(h[H.REQUIRED_API_LEVEL]):
                 self._discard(b)
                 self._abandoned(batch_id, "unsupported")
                 raise E.required_api_level()
@@ -198,9 +187,8 @@ class AtomicBatches:
         seq = 0
         for subject, hdr, data, ttl, msg_id, rollup in checked:
             seq = stream.store_checked(subject, hdr or None, data, ttl, msg_id, rollup,
-                                       check_discard=False)
-        return (stream._ack_prefix + b"%d" % seq + b',"batch":' + go_quote(batch_id).encode()
-                + b',"count":%d}' % len(checked))
+                                       batched=True)
+        return stream.acks.batch(seq, batch_id, len(checked))
 
 
 class _Checker:
@@ -253,7 +241,7 @@ class _Checker:
                 if total is None:
                     total = self.counters[subject] = stream.counter_total(subject)
                 hdr, data = C.apply(total, subject, hdr, data, incr,
-                                    min(stream.server.config.max_payload,
+                                    min(stream.bus.config.max_payload,
                                         cfg.max_msg_size if cfg.max_msg_size >= 0 else 1 << 62))
             rollup = ""
             if hdr:

@@ -148,11 +148,9 @@ def apply(total: Total, subject: str, hdr: bytes | None, data: bytes, incr: int,
     return hdr, payload
 
 
-def ack_suffix(payload: bytes) -> bytes:
-    """``,"val":"N"}`` for a counter's pub ack (Go's ``%q`` of the stored value)."""
+def stored_value(payload: bytes) -> str:
+    """The total a counter message's payload holds (its pub ack carries it as ``val``)."""
     try:
-        val = json.loads(payload).get("val", "")
+        return str(json.loads(payload).get("val", ""))
     except (ValueError, AttributeError):
-        val = ""
-    return b',"val":' + J.dumps(str(val)) + b"}"
-
+        return ""

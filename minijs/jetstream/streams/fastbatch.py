@@ -35,8 +35,8 @@ from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream import jsonfmt as J
 from minijs.jetstream.streams import tracing
-from minijs.jetstream.streams.batch import BATCH_TIMEOUT, MAX_BATCH_ID, _api_level_too_high
-from minijs.protocol.gostrings import go_quote
+from minijs.jetstream.streams.batch import BATCH_TIMEOUT, MAX_BATCH_ID
+from minijs.jetstream.streams.puback import duplicate_batch, is_duplicate
 
 SUFFIX = b".$FI"
 OP_START, OP_APPEND, OP_COMMIT, OP_COMMIT_EOB, OP_PING = range(5)
@@ -106,11 +106,6 @@ class _Batch:
         self.timer: Any = None
 
 
-def _error_body(stream: str, err: E.ApiError) -> bytes:
-    return (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(stream)
-            + b',"seq":0}')
-
-
 class FastBatches:
     """The fast batches in flight on one stream. ``process`` returns the replies to send, in
     order, as ``(payload, respects_no_ack)``: nats-server sends the first message's flow
@@ -170,8 +165,7 @@ class FastBatches:
     def _commit(self, b: _Batch, out: list) -> None:
         """Everything sent so far is stored: the pub ack ends the batch."""
         self._drop(b)
-        out.append((self.stream._ack_prefix + b"%d" % b.sseq + b',"batch":'
-                    + go_quote(b.id).encode() + b',"count":%d}' % b.lseq, False))
+        out.append((self.stream.acks.batch(b.sseq, b.id, b.lseq), False))
 
     # ------------------------------------------------------------------ publish path
 
@@ -180,7 +174,6 @@ class FastBatches:
         closed). Returns the replies to send (see the class)."""
         stream = self.stream
         cfg = stream.config
-        name = stream.name
         out: list = []
 
         def traced(err: E.ApiError) -> None:
@@ -189,7 +182,7 @@ class FastBatches:
 
         def refuse(err: E.ApiError) -> list:
             traced(err)
-            out.append((_error_body(name, err), True))
+            out.append((stream.acks.error(err), True))
             return out
 
         if cfg.sealed:
@@ -219,7 +212,7 @@ class FastBatches:
             hdr = H.strip_status(hdr)
             h = H.parse(hdr)
             if h.get(H.REQUIRED_API_LEVEL):
-                if _api_level_too_high(h[H.REQUIRED_API_LEVEL]):
+                if H.api_level_too_high(h[H.REQUIRED_API_LEVEL]):
                     self._drop(b)
                     return refuse(E.required_api_level())
                 hdr = H.remove(hdr, H.REQUIRED_API_LEVEL) or None
@@ -274,7 +267,7 @@ class FastBatches:
             if not b.gap_ok and b.lseq == 1:  # answered as a plain publish, even no_ack
                 self._drop(b)
                 traced(err)
-                out.append((_error_body(name, err), False))
+                out.append((stream.acks.error(err), False))
                 return out
             traced(err)
             out.append((b'{"type":"err","seq":%d,"error":' % p.seq + J.dumps(err.to_json())
@@ -285,15 +278,14 @@ class FastBatches:
             b.pseq = b.lseq
             self._commit(b, out)
             return out
-        if ack is not None and ack.endswith(b',"duplicate": true}'):
+        if ack is not None and is_duplicate(ack):
             b.pseq = p.seq
             self._check_flow(b, out)
             if not commit:
                 return out
             if not b.gap_ok and b.lseq == 1:
                 self._drop(b)
-                out.append((ack[:-1] + b',"batch":' + go_quote(b.id).encode()
-                            + b',"count":%d}' % p.seq, False))
+                out.append((duplicate_batch(ack, b.id, p.seq), False))
                 return out
             self._commit(b, out)
             return out

@@ -528,7 +528,7 @@ class MsgSchedules:
         out = H.append(_strip(hdr), pairs)
         self._inflight.add(subject)
         try:
-            stored = stream.store_replicated(target, out, data)
+            stored = stream.store_sourced(target, out, data)
         except E.ApiError as exc:
             stream.engine.log.warn(f"JetStream stream '{stream.name}' message schedule "
                                    f"'{subject}' could not store its message: {exc}")

@@ -6,24 +6,29 @@ run in nats-server's order (its ``processJetStreamMsg``: size and header limits,
 headers, dedup, rollup and TTL checks, then the discard policy) and the first failure becomes
 the pub ack error.
 
+Every message a stream stores takes one path, :meth:`Stream.store_checked` (the tail of
+nats-server's ``processJetStreamMsg``): interest skip, discard policy, dedup record, rollup,
+limits, expiry, republish, consumer announcement. A published message reaches it through the
+publish checks (:meth:`Stream.process`, and an atomic batch's commit); a message another
+stream or a message schedule brings (nats-server's ``sourced``) through
+:meth:`Stream.store_sourced`, which checks less and stores it verbatim. Its pub ack, or its
+error, is built by :mod:`~minijs.jetstream.streams.puback`.
+
 Pub acks of file streams are sent only after the LMDB transaction carrying the message has
 committed: the stream queues them and asks its owner for a flush at the end of this event-loop
 turn (:meth:`StreamOwner.mark_dirty`), so a pipelined burst of publishes shares one commit.
 Memory streams ack at once.
 
 A stream owns its consumers (``stream.consumers``) and tells them, after the commit, about new
-messages (``signal`` to the filtered consumers whose filter takes the subject; unfiltered ones
-count from ``sig_n``/``sig_last`` when asked and only those that may deliver now, in
-``wakeable``, are woken); at once about messages removed one by one (``on_removed``: limits,
-expiry, ``MSG.DELETE``, retention; to the consumers holding pending acks, ``holders``, while
-``rm_epoch`` tells the rest to recount) and about purges (``on_purged``: the API's, rollups,
-subject delete markers), as nats-server's store callbacks and ``purgeLocked`` do. So the cost
-of a message does not grow with idle consumers.
+messages, at once about messages removed one by one (limits, expiry, ``MSG.DELETE``,
+retention) and about purges (the API's, rollups, subject delete markers), through its
+consumer-signalling index (``stream.signals``, :mod:`~minijs.jetstream.streams.signals`), so
+the cost of a message does not grow with idle consumers.
 
 Mirrors and sources are fed by the engine, not by subscriptions: a stream other streams follow
 has ``followers`` (objects with ``wake()`` and ``interested(subject)``, which interest
 retention asks beside the consumers), woken after its new messages are committed, and a
-followed-into stream stores what they bring with :meth:`Stream.store_replicated`. A stream with
+followed-into stream stores what they bring with :meth:`Stream.store_sourced`. A stream with
 no followers pays one empty-list test per published message for this.
 """
 from __future__ import annotations
@@ -34,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from minijs.core import subjects as _subjects
 from minijs.core.msgtrace import TRACE_DEST, TRACE_DEST_DISABLED
 from minijs.jetstream.streams import counter as C
+from minijs.jetstream.streams.puback import PubAcks
+from minijs.jetstream.streams.signals import ConsumerMap, ConsumerSignals
 from minijs.jetstream import errors as E
 from minijs.jetstream import headers as H
 from minijs.jetstream.headers import parse_msg_ttl
@@ -54,7 +61,7 @@ if TYPE_CHECKING:
 class StreamOwner(Protocol):
     """What a stream needs from the engine that owns it."""
 
-    server: MessageBus
+    bus: MessageBus
     log: "Logger"
     advisories: Advisories
 
@@ -86,46 +93,7 @@ ACK_GROUP = 64
 _SECOND = 1_000_000_000
 #: a header block that may start an atomic batch (checked before parsing the block)
 _BATCH_ID = H.BATCH_ID.encode()
-#: Subjects whose consumers ``_release_signals`` remembers at most.
-_SIGNAL_CACHE = 4096
 
-
-class ConsumerMap(dict):
-    """A stream's consumers by name; ``version`` changes with every change to the set (and
-    with :meth:`changed`, called when a consumer's filters change)."""
-
-    version = 0
-
-    def changed(self) -> None:
-        self.version += 1
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        super().__setitem__(key, value)
-        self.version += 1
-
-    def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
-        self.version += 1
-
-    def pop(self, *args: Any) -> Any:
-        self.version += 1
-        return super().pop(*args)
-
-    def popitem(self) -> Any:
-        self.version += 1
-        return super().popitem()
-
-    def clear(self) -> None:
-        super().clear()
-        self.version += 1
-
-    def setdefault(self, *args: Any) -> Any:
-        self.version += 1
-        return super().setdefault(*args)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        super().update(*args, **kwargs)
-        self.version += 1
 
 def _parse_uint(value: str) -> int:
     """nats-server's ``parseInt64`` on an expected-sequence header: garbage reads as -1, which
@@ -148,18 +116,14 @@ class Stream:
 
     def __init__(self, engine: StreamOwner, config: StreamConfig, created: int, store: Store) -> None:
         self.engine = engine
-        self.server = engine.server
-        self.clock = engine.server.clock
+        #: The message bus the stream subscribes, publishes and delivers on.
+        self.bus = engine.bus
+        self.clock = engine.bus.clock
         self.config = config
         self.name = config.name
         self.created = created
         self.store = store
         self.consumers: ConsumerMap = ConsumerMap()
-        #: subject -> the filtered consumers whose filter takes it, and the unfiltered
-        #: consumers (both valid for ``consumers.version``)
-        self._signal_targets: dict[str, list[Any]] = {}
-        self._unfiltered: list[Any] = []
-        self._signal_version = -1
         self.closed = False
         self._subs: list[Subscription] = []
         self._dedup: dict[str, tuple[int, int]] = {}
@@ -168,28 +132,10 @@ class Stream:
         self._expiry_timer: Any = None
         self._expiry_at = 0
         self._pending_acks: list[tuple[bytes, bytes]] = []
-        #: Stored messages not yet announced to consumers: they are announced after the pub
-        #: ack is sent (and, for file streams, after the commit), the order nats-server shows.
-        self._signals: list[tuple[int, str]] = []
-        #: For consumers that count pending lazily (unfiltered ones, ``Consumer._np_sync``):
-        #: the last sequence announced, how many were announced, an epoch that changes if
-        #: sequences are ever announced out of order, and the last sequence queued.
-        self.sig_last = 0
-        self.sig_n = 0
-        self.sig_epoch = 0
-        self.sig_queued = 0
-        #: Unfiltered consumers a new message may let deliver now (a pull consumer with waiting
-        #: requests, a push consumer with interest), in the order they asked; the others are
-        #: not told of each message (``Consumer.wake_new`` drops those that no longer can).
-        self.wakeable: dict[Any, None] = {}
-        #: Changes whenever messages leave the store one by one (consumers' pending counts
-        #: taken before are stale), and the consumers that may hold pending acks or delivery
-        #: counts of such messages (``Consumer._hold``), told of them by ``_on_removed``.
-        self.rm_epoch = 0
-        self.holders: dict[Any, None] = {}
         self._transform: Any = None
         self._republish: Any = None
-        self._ack_prefix = b""
+        #: The pub acks of this stream (its name and domain).
+        self.acks = PubAcks(config.name)
         #: Atomic batches being staged (``batch.AtomicBatches``), made on the first batch.
         self.batches: Any = None
         #: Fast batches in flight (``fastbatch.FastBatches``), made on the first ``.$FI`` reply.
@@ -197,6 +143,8 @@ class Stream:
         #: Mirrors and sourcing streams fed from this stream's store (objects with ``wake()``
         #: and ``interested(subject)``), woken once new messages are committed.
         self.followers: list[Any] = []
+        #: Which consumers hear of which message (see signals.py).
+        self.signals = ConsumerSignals(self)
         #: ``mirror`` / ``sources`` state for stream info, set by whoever feeds this stream.
         self.links_info: Callable[[], dict] | None = None
         #: Message schedules (``allow_msg_schedules``), see schedules.py.
@@ -209,9 +157,7 @@ class Stream:
 
     def _apply_config(self, cfg: StreamConfig) -> None:
         self.config = cfg
-        domain = getattr(self.engine, "domain", "")
-        self._ack_prefix = (b'{"stream":' + J.dumps(cfg.name)
-                            + (b',"domain":' + J.dumps(domain) if domain else b"") + b',"seq":')
+        self.acks = PubAcks(cfg.name, getattr(self.engine, "domain", ""))
         self._transform = None
         if cfg.subject_transform and cfg.subject_transform.get("dest"):
             from minijs.core.transform import SubjectTransform
@@ -244,13 +190,13 @@ class Stream:
         self._apply_config(cfg)
         if (old.subjects or []) != (cfg.subjects or []):
             for sub in self._subs:
-                self.server.unsubscribe_internal(sub)
+                self.bus.unsubscribe_internal(sub)
             self._subs = [self._subscribe(s) for s in cfg.subjects or ()]
         removed = self.store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if cfg.max_msgs_per_subject > 0:
             for subject in list(self.store.subject_state().keys()):
                 removed += self.store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
-        self._on_removed(removed)
+        self.signals.removed(removed)
         self._schedule_expiry()
         self.save_config()
 
@@ -279,7 +225,7 @@ class Stream:
         if self.fast_batches is not None:
             self.fast_batches.stop()
         for sub in self._subs:
-            self.server.unsubscribe_internal(sub)
+            self.bus.unsubscribe_internal(sub)
         self._subs = []
         if self._expiry_timer is not None:
             self._expiry_timer.cancel()
@@ -309,7 +255,7 @@ class Stream:
     # ------------------------------------------------------------------ publish path
 
     def _subscribe(self, subject: str) -> "Subscription":
-        return self.server.subscribe_internal(subject, self._on_publish,
+        return self.bus.subscribe_internal(subject, self._on_publish,
                                               on_traced=self._on_traced_publish)
 
     def _on_traced_publish(self, sub: "Subscription", trace: Any, subject: bytes,
@@ -350,7 +296,7 @@ class Stream:
                     hdr, payload):
                 if not (if_acked and self.config.no_ack):
                     self._send_ack(reply, body)
-            self._after_publish()
+            self._after_store()
             return
         try:
             ack = self.process(subject.decode("utf-8", "replace"), hdr, payload, reply)
@@ -359,13 +305,11 @@ class Stream:
             if self._trace is not None:
                 self._trace.jetstream_error(tracing.error_text(err, hdr))
             if reply and not self.config.no_ack:
-                body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
-                        + b',"seq":0}')
-                self.server.publish(reply, None, None, body)
+                self.bus.publish(reply, None, None, self.acks.error(err))
             return
         if ack is not None and reply and not self.config.no_ack:
             self._send_ack(reply, ack)
-        self._after_publish()
+        self._after_store()
 
     def _send_ack(self, reply: bytes, ack: bytes) -> None:
         """Answer a publish now, or after the commit of the writes it made (file streams)."""
@@ -376,15 +320,18 @@ class Stream:
             else:
                 self.engine.mark_dirty(self)
         else:
-            self.server.publish(reply, None, None, ack)
+            self.bus.publish(reply, None, None, ack)
 
-    def _after_publish(self) -> None:
+    def _after_store(self) -> None:
+        """After a message was stored (or refused, or skipped): its writes are committed at
+        the end of the turn and its consumers told then; with nothing to commit (a memory
+        stream), they are told now."""
         if self.store.pending_writes:
             # Committed at the end of the turn (then announced), acked or not: a publish
             # without a reply subject is on disk as soon as nats-server's would be.
             self.engine.mark_dirty(self)
-        elif self._signals:
-            self._release_signals()
+        elif self.signals.queued:
+            self.signals.release()
 
     def _ingest_refused(self, reply: bytes | None) -> None:
         """A message larger than ``jetstream { max_buffered_size }`` never fits nats-server's
@@ -395,10 +342,8 @@ class Stream:
                               f"'{self.name}': IPQ size limit "
                               "reached", error=False)
         if reply:
-            err = E.stream_too_many_requests()
-            body = (b'{"error":' + J.dumps(err.to_json()) + b',"stream":' + J.dumps(self.name)
-                    + b',"seq":0}')
-            self.server.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n", body)
+            self.bus.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n",
+                             self.acks.error(E.stream_too_many_requests()))
 
     def process(self, subject: str, hdr: bytes | None, data: bytes,
                 reply: bytes | None = None, fast_batch: bool = False) -> bytes | None:
@@ -460,7 +405,7 @@ class Stream:
             if msg_id:
                 dup = self._check_dedup(msg_id)
                 if dup:
-                    return (self._ack_prefix + b"%d" % dup + b',"duplicate": true}')
+                    return self.acks.duplicate(dup)
             exp_id = h.get(H.EXPECTED_LAST_MSG_ID)
             if exp_id and exp_id != self._last_msg_id:
                 raise E.wrong_last_msg_id(self._last_msg_id)
@@ -472,27 +417,30 @@ class Stream:
                 if rollup not in ("sub", "all"):
                     raise E.rollup_value_invalid(h[H.ROLLUP])
             if ttl_text is not None:
-                ttl = parse_msg_ttl(ttl_text)
-                sdm = cfg.subject_delete_marker_ttl
-                if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
-                    ttl = sdm // _SECOND
-                    hdr = H.set_value(hdr, H.TTL, str(ttl))
+                ttl, hdr = self._msg_ttl(ttl_text, hdr)
         if cfg.allow_msg_counter:
             if incr is None:
                 raise E.message_incr_missing()
             hdr, data = C.apply(self.counter_total(subject), subject, hdr, data, incr,
-                                self.server.config.max_payload)
-        mms = cfg.max_msg_size
-        if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
-            raise E.message_size_exceeds_maximum()
-        if hdr and len(hdr) > MAX_HEADER_SIZE:
-            raise E.stream_header_exceeds_maximum()
+                                self.bus.config.max_payload)
         seq = self.store_checked(subject, hdr, data, ttl, msg_id, rollup)
         if seq is None:  # traced with Nats-Trace-Only: checked, not stored, not acknowledged
             return None
         if cfg.allow_msg_counter:
-            return self._ack_prefix + b"%d" % seq + C.ack_suffix(data)
-        return self._ack_prefix + b"%d}" % seq
+            return self.acks.counter(seq, C.stored_value(data))
+        return self.acks.stored(seq)
+
+    def _msg_ttl(self, ttl_text: str, hdr: bytes) -> tuple[int, bytes]:
+        """A message's ``Nats-TTL`` in seconds, and its header: with subject delete markers
+        (and more than one message per subject), a shorter TTL is raised to theirs and the
+        header says so."""
+        ttl = parse_msg_ttl(ttl_text)
+        cfg = self.config
+        sdm = cfg.subject_delete_marker_ttl
+        if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
+            ttl = sdm // _SECOND
+            hdr = H.set_value(hdr, H.TTL, str(ttl))
+        return ttl, hdr
 
     def publish_error(self, exc: Exception) -> E.ApiError:
         """What a publish that raised ``exc`` is answered with: its API error, or, for a bug
@@ -507,78 +455,19 @@ class Stream:
         sm = self.store.load_last(subject)
         return C.Total.load((sm.hdr, sm.data) if sm is not None else None)
 
-    def store_checked(self, subject: str, hdr: bytes | None, data: bytes, ttl: int,
-                      msg_id: str, rollup: str, check_discard: bool = True) -> int | None:
-        """Store a published message that passed its checks (the tail of nats-server's
-        ``processJetStreamMsg``): interest skip, discard policy, dedup record, rollup, limits,
-        expiry, republish, consumer signal. Returns the sequence (None for a trace-only
-        message, which is not stored)."""
+    def store_sourced(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
+                      seq: int = 0) -> int:
+        """Store a message another stream or a message schedule brought (nats-server's
+        ``processJetStreamMsg`` with ``sourced``): a mirror passes the origin's ``seq`` and
+        ``ts`` (the store's last sequence must be below ``seq``; skipped sequences become
+        gaps), a source or a schedule neither (next sequence, now). No publish-only checks
+        (expected headers are stripped by the feeder, the source header is the feeder's, TTL
+        headers need no ``allow_msg_ttl``, rollups need no ``allow_rollup_hdrs``); a source's
+        ``Nats-Msg-Id`` seen within the duplicate window returns 0 and stores nothing. Limits,
+        discard policy, interest retention, republish and consumers work as for a publish.
+        Returns the sequence; raises ``ApiError``. Commits (file streams) and announcements
+        happen at the end of the turn, as for publishes."""
         cfg = self.config
-        store = self.store
-        engine = self.engine
-        if engine.publish_limits:
-            engine.check_server_room(cfg.storage)
-        trace = self._trace
-        if trace is not None:  # a traced message reached storage (see _on_traced_publish)
-            trace.update_jetstream(subject, cfg.retention == "interest"
-                                   and not self._has_interest(subject))
-            if trace.only:
-                return None
-        now = self.clock.time_ns()
-        if cfg.retention == "interest" and not self._has_interest(subject):
-            seq = store.skip_msg(now)
-            if msg_id:
-                self._record_dedup(msg_id, seq, now)
-            self.engine.mark_dirty(self)
-            return seq
-        if engine.publish_limits:
-            size = len(subject) + (len(hdr) if hdr else 0) + len(data)
-            # memStoreMsgSize / fileStoreMsgSize
-            size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
-            engine.check_account_room(cfg.storage, size)
-        if cfg.discard == "new" and check_discard:
-            self._check_discard_new(subject, hdr, data, bool(rollup))
-        seq, ts = store.store_msg(subject, hdr or None, data, now, ttl)
-        if msg_id:
-            self._record_dedup(msg_id, seq, ts)
-        self._last_msg_id = msg_id
-        removed: list[int] = []
-        if rollup == "sub":
-            if self._purge_store(subject, seq, 0):
-                self._purged(subject)
-        elif rollup == "all":
-            if self._purge_store(None, 0, 1, compact_at=seq):
-                self._purged(None)
-        if cfg.max_msgs_per_subject > 0:
-            removed += store.enforce_per_subject_limit(subject, cfg.max_msgs_per_subject)
-        if cfg.max_msgs > 0 or cfg.max_bytes > 0:
-            removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
-        if removed:
-            self._on_removed(removed)
-        if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
-            self._schedule_expiry()  # a TTL may be due before the armed timer
-        if self._republish is not None:
-            self._do_republish(seq, subject, hdr, data, ts)
-        if self.consumers or self.followers:
-            self._signals.append((seq, subject))
-            self.sig_queued = seq
-        if self.schedules is not None:
-            self.schedules.stored(seq, subject, hdr, ts)
-        return seq
-
-    def store_replicated(self, subject: str, hdr: bytes | None, data: bytes, *, ts: int = 0,
-                         seq: int = 0) -> int:
-        """Store a message another stream fed in (nats-server's ``processJetStreamMsg`` with
-        ``sourced``): a mirror passes the origin's ``seq`` and ``ts`` (the store's last sequence
-        must be below ``seq``; skipped sequences become gaps), a source neither (next sequence,
-        now). No publish-only checks (expected headers are stripped by the feeder, the source
-        header is the feeder's, TTL headers need no ``allow_msg_ttl``, rollups need no
-        ``allow_rollup_hdrs``); a source's ``Nats-Msg-Id`` seen within the duplicate window
-        returns 0 and stores nothing. Limits, discard policy, interest retention, republish and
-        consumers work as for a publish. Returns the sequence; raises ``ApiError``. Commits
-        (file streams) and announcements happen at the end of the turn, as for publishes."""
-        cfg = self.config
-        store = self.store
         if self._transform is not None:
             subject = self._transform.apply(subject) or subject
         if cfg.sealed:
@@ -600,39 +489,56 @@ class Stream:
                 if incr is None:
                     raise E.message_incr_missing()
                 hdr, data = C.apply(self.counter_total(subject), subject, hdr, data, incr,
-                                    self.server.config.max_payload)
+                                    self.bus.config.max_payload)
             ttl_text = h.get(H.TTL)
             if ttl_text is not None and cfg.allow_msg_ttl:
-                ttl = parse_msg_ttl(ttl_text)
-                sdm = cfg.subject_delete_marker_ttl
-                if sdm > 0 and cfg.max_msgs_per_subject != 1 and 0 < ttl < sdm // _SECOND:
-                    ttl = sdm // _SECOND
-                    hdr = H.set_value(hdr, H.TTL, str(ttl))
-        mms = cfg.max_msg_size
-        if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
-            raise E.message_size_exceeds_maximum()
-        if hdr and len(hdr) > MAX_HEADER_SIZE:
-            raise E.stream_header_exceeds_maximum()
+                ttl, hdr = self._msg_ttl(ttl_text, hdr)
+        stored = self.store_checked(subject, hdr, data, ttl, msg_id, rollup, sourced=True,
+                                    seq=seq, ts=ts)
+        self._after_store()
+        return stored  # type: ignore[return-value]  # only a traced publish stores nothing
+
+    def store_checked(self, subject: str, hdr: bytes | None, data: bytes, ttl: int, msg_id: str,
+                      rollup: str, *, sourced: bool = False, batched: bool = False,
+                      seq: int = 0, ts: int = 0) -> int | None:
+        """Store a message that passed its checks (the tail of nats-server's
+        ``processJetStreamMsg``): size limits and discard policy (unless ``batched``: an
+        atomic batch's commit checked them for the whole batch), interest skip, dedup record,
+        rollup, limits, expiry, republish, the announcement to consumers, and for a published
+        message (not ``sourced``) its trace and message schedule. ``seq`` and ``ts``: a
+        mirror's copy of its origin's. Returns the sequence (None for a trace-only message,
+        which is not stored)."""
+        cfg = self.config
+        if not batched:
+            mms = cfg.max_msg_size
+            if mms >= 0 and len(data) + (len(hdr) if hdr else 0) > mms:
+                raise E.message_size_exceeds_maximum()
+            if hdr and len(hdr) > MAX_HEADER_SIZE:
+                raise E.stream_header_exceeds_maximum()
+        store = self.store
         engine = self.engine
         if engine.publish_limits:
             engine.check_server_room(cfg.storage)
+        trace = self._trace
+        if trace is not None:  # a traced message reached storage (see _on_traced_publish)
+            trace.update_jetstream(subject, cfg.retention == "interest"
+                                   and not self._has_interest(subject))
+            if trace.only:
+                return None
         now = self.clock.time_ns()
         if cfg.retention == "interest" and not self._has_interest(subject):
-            if seq:
-                stored = store.skip_msgs(seq - store.last_seq, ts)
-            else:
-                stored = store.skip_msg(now)
+            stored = store.skip_msgs(seq - store.last_seq, ts) if seq else store.skip_msg(now)
             if msg_id:
                 self._record_dedup(msg_id, stored, now)
-            self._after_replicated()
             return stored
         if engine.publish_limits:
             size = len(subject) + (len(hdr) if hdr else 0) + len(data)
+            # memStoreMsgSize / fileStoreMsgSize
             size += 16 if cfg.storage == "memory" else (34 if hdr else 30)
             engine.check_account_room(cfg.storage, size)
-        if cfg.discard == "new":
+        if cfg.discard == "new" and not batched:
             self._check_discard_new(subject, hdr, data, bool(rollup))
-        stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq=seq or None)
+        stored, ts = store.store_msg(subject, hdr or None, data, ts or now, ttl, seq or None)
         if msg_id:
             self._record_dedup(msg_id, stored, ts)
         self._last_msg_id = msg_id
@@ -648,22 +554,16 @@ class Stream:
         if cfg.max_msgs > 0 or cfg.max_bytes > 0:
             removed += store.enforce_limits(cfg.max_msgs, cfg.max_bytes)
         if removed:
-            self._on_removed(removed)
+            self.signals.removed(removed)
         if ttl > 0 or (cfg.max_age and self._expiry_timer is None):
             self._schedule_expiry()  # a TTL may be due before the armed timer
         if self._republish is not None:
             self._do_republish(stored, subject, hdr, data, ts)
         if self.consumers or self.followers:
-            self._signals.append((stored, subject))
-            self.sig_queued = stored
-        self._after_replicated()
+            self.signals.queue(stored, subject)
+        if self.schedules is not None and not sourced:
+            self.schedules.stored(stored, subject, hdr, ts)
         return stored
-
-    def _after_replicated(self) -> None:
-        if self.store.pending_writes:
-            self.engine.mark_dirty(self)  # committed, then announced, at the end of the turn
-        elif self._signals:
-            self._release_signals()
 
     def _check_discard_new(self, subject: str, hdr: bytes | None, data: bytes, rollup: bool) -> None:
         """Store-level discard-new rules (memstore/filestore ``storeRawMsg``)."""
@@ -694,7 +594,7 @@ class Stream:
     def _has_interest(self, subject: str) -> bool:
         """Interest retention: does any consumer's filter match ``subject``? (A follower
         counts too while it follows with a consumer that is not in ``consumers``.)"""
-        if self.consumers and self.consumers_of(subject):
+        if self.consumers and self.signals.consumers_of(subject):
             return True
         for follower in self.followers:
             if follower.interested(subject):
@@ -715,7 +615,7 @@ class Stream:
         if self.config.republish.get("headers_only"):
             pairs.append(("Nats-Msg-Size", str(len(data))))
             body = b""
-        self.server.publish(target, None, H.append(hdr, pairs), body)
+        self.bus.publish(target, None, H.append(hdr, pairs), body)
 
     def confirm_after_commit(self, replies: list[bytes]) -> None:
         """Answer these requests (a durable consumer's ``ack_sync`` replies, its state already
@@ -730,94 +630,17 @@ class Stream:
         gate = self.commit_gate
         if gate is not None:  # replicated: these wait for the turn's writes to commit
             acks, self._pending_acks = self._pending_acks, []
-            signals, self._signals = self._signals, []
+            signals, self.signals.queued = self.signals.queued, []
             gate(acks, signals)
             return
         self.store.flush()
         acks = self._pending_acks
         if acks:
             self._pending_acks = []
-            publish = self.server.publish
+            publish = self.bus.publish
             for reply, ack in acks:
                 publish(reply, None, None, ack)
-        self._release_signals()
-
-    def _release_signals(self) -> None:
-        """Tell the consumers whose filter takes each message stored since the last call
-        (as nats-server signals through its index of consumer filters): the filtered
-        consumers of a subject are looked up once and kept until the consumers or their
-        filters change. Unfiltered consumers take every message: they count it from
-        ``sig_last``/``sig_n`` when asked, and only those that may deliver now
-        (``wakeable``) are woken."""
-        signals = self._signals
-        if signals:
-            self._signals = []
-            consumers = self.consumers
-            if consumers:
-                targets = self._signal_targets
-                if self._signal_version != consumers.version:
-                    self._refresh_targets()
-                wakeable = self.wakeable
-                for seq, subject in signals:
-                    if self.closed:
-                        return
-                    if seq == self.sig_last + 1:
-                        self.sig_last = seq
-                    elif seq > self.sig_last:
-                        # after a gap (sequences stored unannounced or skipped): unfiltered
-                        # consumers count up to here, then this one, as signal() would
-                        for consumer in self._unfiltered:
-                            consumer.np_gap(seq)
-                        self.sig_last = seq
-                    else:
-                        self.sig_epoch += 1
-                    self.sig_n += 1
-                    found = targets.get(subject)
-                    if found is None:
-                        if len(targets) >= _SIGNAL_CACHE:
-                            targets.clear()
-                        found = targets[subject] = [c for c in consumers.values()
-                                                    if c.filters and c.matches(subject)]
-                    for consumer in found:
-                        consumer.signal(seq, subject)
-                    if wakeable:
-                        for consumer in list(wakeable):
-                            if not consumer.wake_new():
-                                wakeable.pop(consumer, None)
-            else:
-                self._count_signals(signals)
-            for follower in list(self.followers):
-                follower.wake()
-
-    def _refresh_targets(self) -> None:
-        self._signal_targets.clear()
-        self._unfiltered = [c for c in self.consumers.values() if not c.filters]
-        self._signal_version = self.consumers.version
-
-    def consumers_of(self, subject: str) -> list[Any]:
-        """The consumers whose filter takes ``subject``: the unfiltered ones, then the
-        filtered ones (from the index ``_release_signals`` keeps)."""
-        if self._signal_version != self.consumers.version:
-            self._refresh_targets()
-        targets = self._signal_targets
-        found = targets.get(subject)
-        if found is None:
-            if len(targets) >= _SIGNAL_CACHE:
-                targets.clear()
-            found = targets[subject] = [c for c in self.consumers.values()
-                                        if c.filters and c.matches(subject)]
-        if not self._unfiltered:
-            return found
-        return self._unfiltered + found if found else self._unfiltered
-
-    def _count_signals(self, signals: list[tuple[int, str]]) -> None:
-        """Announced with no consumer to tell: only ``sig_last``/``sig_n`` move."""
-        for seq, _ in signals:
-            if seq > self.sig_last:
-                self.sig_last = seq
-            else:
-                self.sig_epoch += 1
-        self.sig_n += len(signals)
+        self.signals.release()
 
     # ------------------------------------------------------------------ dedup
 
@@ -916,7 +739,7 @@ class Stream:
                 if sdm > 0 and not is_marker and self.store.msgs_for_subject(sm.subject) == 0:
                     markers.append(sm.subject)
         if removed:
-            self._on_removed(removed)
+            self.signals.removed(removed)
         for subject in markers:
             # Stored like a published rollup of its subject (nats-server processes it as one):
             # consumers of the subject move past what it replaces.
@@ -925,27 +748,10 @@ class Stream:
             self._last_msg_id = ""
             self._purged(subject)
             if self.consumers or self.followers:
-                self._signals.append((seq, subject))
-            self.sig_queued = seq
+                self.signals.queue(seq, subject)
         if removed or markers:
             self.engine.mark_dirty(self)  # commits, then announces any markers
         self._schedule_expiry()
-
-    def _on_removed(self, seqs: list[int]) -> None:
-        """Messages left the store (limits, expiry, retention, ``MSG.DELETE``): every
-        consumer recounts pending on its next ask (``rm_epoch``), and those holding pending
-        acks or delivery counts (``holders``) forget them; the others are not visited."""
-        if seqs:
-            self.rm_epoch += 1
-            holders = self.holders
-            if holders:
-                for consumer in list(holders):
-                    if consumer.closed or not (consumer.pending or consumer.rdc
-                                               or consumer.feeder is not None):
-                        holders.pop(consumer, None)
-                        consumer._holding = False
-                    else:
-                        consumer.on_removed(seqs)
 
     # ------------------------------------------------------------------ consumers
 
@@ -1002,10 +808,7 @@ class Stream:
         n = store.compact(compact_at) if compact_at else store.purge(subject, seq, keep)
         if n == 1 and first is not None and first_subject is not None:
             reported = first_subject if store.storage == "memory" else (subject or ">")
-            for consumer in list(self.consumers.values()):
-                if any(_subjects.subject_matches(f, reported)
-                       for f in (consumer.filters or (">",))):
-                    consumer.on_removed([first])
+            self.signals.purged_one(first, reported)
         return n
 
     def _purged(self, subject: str | None) -> None:
@@ -1019,14 +822,13 @@ class Stream:
         fseq = first
         if subject is not None:
             fseq = store.next_seq(first, subject) or 0
-        for consumer in list(self.consumers.values()):
-            consumer.on_purged(subject, fseq, first, store.last_seq)
+        self.signals.purged(subject, fseq, first, store.last_seq)
 
     def remove_msg(self, seq: int, erase: bool) -> bool:
         ok = self.store.remove(seq, erase)
         if ok:
             self.engine.mark_dirty(self)
-            self._on_removed([seq])
+            self.signals.removed([seq])
         return ok
 
     def load(self, seq: int) -> StoredMessage | None:
@@ -1073,7 +875,7 @@ class Stream:
             out["domain"] = domain
         if cluster:
             info = self.cluster_info
-            out["cluster"] = info() if info is not None else {"leader": self.server.server_name}
+            out["cluster"] = info() if info is not None else {"leader": self.bus.server_name}
         if self.links_info is not None:
             out.update(self.links_info())
         out["ts"] = J.go_time(self.clock.time_ns())
