@@ -34,7 +34,6 @@ import inspect
 import json
 import re
 import signal
-import socket
 import tempfile
 import time
 import urllib.error
@@ -53,6 +52,7 @@ from conformance.servers import (
     Endpoint,
     ServerProcess,
     command_for,
+    free_port,
     start_process,
 )
 
@@ -70,13 +70,6 @@ VIRTUAL_REAL_CAP = 60.0
 
 _MONITOR_RE = re.compile(rb"Starting http monitor on (\S+):(\d+)")
 _LISTEN_RE = re.compile(rb"Listening for client connections on (\S+):(\d+)")
-
-
-def free_port() -> int:
-    """A currently free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def node_tags(index: int, name: str) -> list[str]:

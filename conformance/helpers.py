@@ -1,8 +1,13 @@
-"""Shared type aliases and small helpers for the conformance cases."""
+"""Shared type aliases and small helpers for the conformance cases: raw clients after the
+handshake and their subscriptions, a server's log and HTTP monitoring port, restartable
+servers."""
 from __future__ import annotations
 
 import json
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,13 @@ def ready(raw: RawFactory, endpoint: Endpoint | None = None, **options: Any) -> 
     client = raw(endpoint)
     client.handshake(**options)
     return client
+
+
+def subscribe(client: RawClient, subject: str, sid: int | str, queue: str | None = None) -> None:
+    """SUB and wait (PING/PONG) until the server has registered it."""
+    q = f" {queue}" if queue else ""
+    client.send(f"SUB {subject}{q} {sid}\r\n".encode())
+    assert client.barrier() == b""
 
 
 async def ensure_subs(nc: Any, timeout: float = 5.0) -> None:
@@ -75,3 +87,42 @@ def refused_start(target: str, tmp_path: Path, text: str) -> str:
     assert proc.returncode != 0
     assert "Server is ready" not in proc.stderr
     return proc.stderr
+
+
+def restartable(spawn: SpawnFn, tmp_path: Path) -> Callable[[], ServerProcess]:
+    """A function starting a JetStream server on the same store directory each call (the
+    previous one stopped or killed first), to check what survives a restart."""
+    sd = str(tmp_path / "sd")
+    return lambda: spawn(args=["-js", "-sd", sd])
+
+
+def wait_for_log(server: object, needle: str, timeout: float = 3.0) -> str:
+    """Wait until the server's captured stderr contains ``needle``; return the log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        log: str = server.log  # type: ignore[attr-defined]
+        if needle in log or time.monotonic() > deadline:
+            return log
+        time.sleep(0.02)
+
+
+def log_lines(srv: ServerProcess, needle: str, timeout: float = 6.0) -> list[str]:
+    """The server's log lines containing ``needle``, once there is one (or [] after
+    ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [ln for ln in srv.log.splitlines() if needle in ln]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def get_json(port: int, path: str) -> Any:
+    """GET a monitoring endpoint (``path`` from its leading ``/``) on loopback ``port`` and
+    decode its JSON; failures name the endpoint."""
+    url = f"http://127.0.0.1:{port}{path}"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            return json.loads(resp.read())
+    except urllib.error.URLError as exc:
+        raise AssertionError(f"GET {path}: {exc}") from exc

@@ -3,19 +3,24 @@
 
 ``JsClient`` sits on a ``RawClient`` so cases can compare exact wire bytes (pub ack payloads,
 status lines, DIRECT.GET header blocks) as well as decoded JSON. Every request gets its own
-reply subject under a per-client inbox, so replies can never be confused.
+reply subject under a per-client inbox, so replies can never be confused. ``Sub`` is the one
+reader of a subscription on that connection (pull inboxes, push deliveries, advisories),
+told apart by sid; messages read while waiting for another reader are kept for it.
 """
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import time
+import itertools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.rawclient import CRLF, RawClient
+from conformance.rawclient import CRLF, RawClient, split_frames
 from conformance.servers import Endpoint
 
 API = "$JS.API"
@@ -211,31 +216,56 @@ class JsClient:
             line = f"HPUB {' '.join(parts)} {len(headers)} {len(headers) + len(data)}\r\n".encode()
             self.raw.send(line + headers + data + CRLF)
 
-    def _next_for(self, reply: str, timeout: float) -> Msg:
+    def _next_where(self, wanted: Callable[[Msg], bool], what: str, timeout: float,
+                    errors_fatal: bool) -> Msg:
+        """The next message ``wanted`` accepts: first from those read earlier for someone
+        else, then from the wire (keeping the others for their readers). ``-ERR`` fails the
+        read when ``errors_fatal``; other non-message frames (INFO updates) are skipped."""
         for i, m in enumerate(self._pending):
-            if m.subject == reply:
+            if wanted(m):
                 return self._pending.pop(i)
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"no reply on {reply} within {timeout}s")
+                raise TimeoutError(f"{what} within {timeout}s")
             try:
                 frame = self.raw.read_frame(timeout=remaining)
             except TimeoutError:
-                raise TimeoutError(f"no reply on {reply} within {timeout}s") from None
+                raise TimeoutError(f"{what} within {timeout}s") from None
             if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
-                if frame.startswith(b"-ERR"):
+                if errors_fatal and frame.startswith(b"-ERR"):
                     raise AssertionError(f"server error: {frame!r}")
                 continue  # e.g. INFO updates
             m = parse_msg(frame)
-            if m.subject == reply:
+            if wanted(m):
                 return m
             self._pending.append(m)
+
+    def _next_for(self, reply: str, timeout: float) -> Msg:
+        return self._next_where(lambda m: m.subject == reply, f"no reply on {reply}", timeout,
+                                errors_fatal=True)
 
     def next_msg(self, subject: str, timeout: float = 5.0) -> Msg:
         """The next message delivered on ``subject`` (any of this connection's SUBs)."""
         return self._next_for(subject, timeout)
+
+    def next_on_sid(self, sid: str, subject: str, timeout: float = 5.0) -> Msg:
+        """The next message delivered to subscription ``sid`` (on ``subject``, named in the
+        TimeoutError). ``-ERR`` frames are skipped, as a subscriber sees them."""
+        return self._next_where(lambda m: m.sid == sid, f"nothing on {subject}", timeout,
+                                errors_fatal=False)
+
+    def sync(self) -> None:
+        """PING/PONG round trip: every op sent so far has been processed by the server. The
+        messages that arrived before the PONG are kept for their readers."""
+        for frame in split_frames(self.raw.barrier()):
+            if frame.startswith(b"MSG ") or frame.startswith(b"HMSG "):
+                self._pending.append(parse_msg(frame))
+
+    def subscribe(self, subject: str, queue: str = "") -> "Sub":
+        """SUB ``subject`` on this connection, in place once this returns."""
+        return Sub(self, subject, queue)
 
     def request(self, subject: str, payload: Any = None, headers: bytes | None = None,
                 timeout: float = 5.0) -> Msg:
@@ -296,6 +326,17 @@ class JsClient:
             assert "error" not in out, out
         return out
 
+    def create_consumer(self, stream: str, config: dict[str, Any], name: str | None = None,
+                        *, check: bool = True, **extra: Any) -> dict[str, Any]:
+        """CONSUMER.CREATE on ``stream`` (the named form ``CONSUMER.CREATE.<stream>.<name>``
+        when ``name`` is given) with body ``{"stream_name", "config", **extra}`` (e.g.
+        ``action="create"``); the decoded reply. Asserts success when ``check``."""
+        suffix = f"CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
+        out = self.api(suffix, {"stream_name": stream, "config": config, **extra})
+        if check:
+            assert "error" not in out, out
+        return out
+
     def update(self, name: str, **config: Any) -> dict[str, Any]:
         return self.api(f"STREAM.UPDATE.{name}", {"name": name, **config})
 
@@ -347,6 +388,124 @@ class JsClient:
             except Exception:
                 pass
         self.created.clear()
+
+
+#: Subscription ids of :class:`Sub`; the JsClient's own inbox is sid 1.
+_SIDS = itertools.count(100)
+
+
+class Sub:
+    """One subscription on a JsClient's connection, read by subscription id: a pull request's
+    inbox, a push consumer's deliver subject, advisories and events. Deliveries of a consumer
+    carry the *stored* subject, so they are told apart by sid, never by subject. Messages
+    read while waiting for someone else (an API reply, another ``Sub``) wait in the client
+    for their reader, so nothing is lost between readers.
+
+    Without ``subject`` it subscribes a fresh reply subject of its own (``_PULL.<hex>``),
+    e.g. the inbox of one pull request. The SUB is in place (a PING/PONG round trip) once the
+    constructor returns."""
+
+    def __init__(self, js: JsClient, subject: str | None = None, queue: str = "") -> None:
+        self.js = js
+        self.sid = str(next(_SIDS))
+        self.subject = subject or f"_PULL.{uuid.uuid4().hex}"
+        q = f" {queue}" if queue else ""
+        js.raw.send(f"SUB {self.subject}{q} {self.sid}\r\n".encode())
+        js.sync()
+
+    def unsub(self) -> None:
+        self.js.raw.send(f"UNSUB {self.sid}\r\n".encode())
+
+    def next(self, timeout: float = 5.0) -> Msg:
+        """The next message; TimeoutError when none comes within ``timeout`` seconds."""
+        return self.js.next_on_sid(self.sid, self.subject, timeout)
+
+    def take(self, n: int, timeout: float = 5.0) -> list[Msg]:
+        """The next ``n`` messages."""
+        return [self.next(timeout) for _ in range(n)]
+
+    def collect(self, until_status: bool = True, count: int | None = None,
+                timeout: float = 5.0) -> list[Msg]:
+        """Messages until one carries a status line (when ``until_status``; it is included)
+        or ``count`` have arrived."""
+        out: list[Msg] = []
+        while True:
+            m = self.next(timeout)
+            out.append(m)
+            if count is not None and len(out) >= count:
+                return out
+            if until_status and m.status:
+                return out
+
+    def data(self, timeout: float = 5.0) -> Msg:
+        """The next message that is not a heartbeat / flow-control status (``100``)."""
+        while True:
+            m = self.next(timeout)
+            if not m.status.startswith("100"):
+                return m
+
+    def event(self, timeout: float = 5.0) -> tuple[str, dict[str, Any]]:
+        """The next message as (subject, decoded JSON body): an advisory or a metric."""
+        m = self.next(timeout)
+        return m.subject, json.loads(m.data)
+
+    def drain(self) -> list[Msg]:
+        """Everything that has arrived so far (after a round trip to the server)."""
+        self.js.sync()
+        out: list[Msg] = []
+        while True:
+            try:
+                out.append(self.next(timeout=0.05))
+            except TimeoutError:
+                return out
+
+    def nothing(self, wait: float = 0.5) -> None:
+        """Assert that no message arrives within ``wait`` seconds."""
+        try:
+            m = self.next(wait)
+        except TimeoutError:
+            return
+        raise AssertionError(f"expected nothing on {self.subject}, got {m.frame!r}")
+
+
+#: A v1 ack subject: ``$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>``.
+ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
+
+
+def ack_fields(m: Msg) -> tuple[str, str, int, int, int, int, int]:
+    """The fields of a delivery's v1 ack subject (its reply): stream, consumer, delivery
+    count, stream sequence, consumer sequence, timestamp (ns), pending."""
+    g = ACK_RE.match(m.reply or "")
+    assert g, f"not a v1 ack subject: {m.frame!r}"
+    return (g[1], g[2], int(g[3]), int(g[4]), int(g[5]), int(g[6]), int(g[7]))
+
+
+def status_frame(m: Msg, status: str, *pairs: tuple[str, str]) -> bytes:
+    """The exact HMSG frame of a status message (no payload) to ``m``'s subject and sid."""
+    header = header_block(*pairs, status=status)
+    return (b"HMSG %s %s %d %d\r\n" % (m.subject.encode(), m.sid.encode(), len(header),
+                                       len(header)) + header + b"\r\n")
+
+
+def check_envelope(ev: dict[str, Any], event_type: str) -> dict[str, Any]:
+    """Assert an event's ``type`` (``io.nats.jetstream.<event_type>``), ``id`` and
+    ``timestamp`` come first and are well formed; return the rest."""
+    keys = list(ev)
+    assert keys[:3] == ["type", "id", "timestamp"], keys
+    assert ev["type"] == "io.nats.jetstream." + event_type
+    assert isinstance(ev["id"], str) and len(ev["id"]) == 22
+    assert TIMESTAMP.match(ev["timestamp"]), ev["timestamp"]
+    return {k: v for k, v in ev.items() if k not in ("type", "id", "timestamp")}
+
+
+_HASH_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def get_hash(text: str) -> str:
+    """nats-server's ``getHash``: the first 8 bytes of SHA-256 of ``text``, each mapped to a
+    base-62 digit. A raft peer id is the hash of the server's name; a source's stream
+    identity the hash of its ``created`` timestamp."""
+    return "".join(_HASH_DIGITS[b % 62] for b in hashlib.sha256(text.encode()).digest()[:8])
 
 
 def wait_for(predicate: Any, timeout: float = 5.0, interval: float = 0.05) -> Any:
@@ -401,8 +560,9 @@ def error_reply(type_suffix: str, code: int, err_code: int, description: str,
 
 
 __all__ = [
-    "API", "API_LEVEL", "DYNAMIC_METADATA", "JsClient", "Msg", "SERVER_VERSION", "TIMESTAMP",
-    "TYPE_PREFIX", "ZERO_TIME", "api_error", "b64", "default_config", "empty_state", "encode",
-    "error_reply", "file_bytes", "header_block", "mem_bytes", "parse_msg", "unique_name",
+    "ACK_RE", "API", "API_LEVEL", "DYNAMIC_METADATA", "JsClient", "Msg", "SERVER_VERSION",
+    "Sub", "TIMESTAMP", "TYPE_PREFIX", "ZERO_TIME", "ack_fields", "api_error", "b64",
+    "check_envelope", "default_config", "empty_state", "encode", "error_reply", "file_bytes",
+    "get_hash", "header_block", "mem_bytes", "parse_msg", "status_frame", "unique_name",
     "wait_for", "without_times",
 ]

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import nkeys
@@ -151,3 +152,34 @@ def creds(jwt: str, seed: str) -> str:
             "NKEYs are sensitive and should be treated as secrets.\n\n"
             "-----BEGIN USER NKEY SEED-----\n" + seed + "\n------END USER NKEY SEED------\n\n"
             "*************************************************************\n")
+
+
+@dataclass
+class OperatorSetup:
+    """An operator, its system account and account ``A`` with user ``user`` (and more
+    accounts, as a case needs): the keys, the JWTs, and the server config trusting the
+    operator with the account JWTs preloaded in a memory resolver."""
+
+    op: Keys = field(default_factory=lambda: Keys("operator"))
+    sys: Keys = field(default_factory=lambda: Keys("account"))
+    acc: Keys = field(default_factory=lambda: Keys("account"))
+    user: Keys = field(default_factory=lambda: Keys("user"))
+    accounts: dict[str, str] = field(default_factory=dict)
+    operator: str = ""
+
+    def __post_init__(self) -> None:
+        self.operator = operator_jwt(self.op, system_account=self.sys.public)
+        self.accounts[self.sys.public] = account_jwt(self.sys, self.op, name="SYS")
+        self.accounts[self.acc.public] = account_jwt(self.acc, self.op, name="A")
+
+    def config(self, extra: str = "", operator: str | None = None) -> str:
+        """The server config: ``operator`` (default this one's JWT), the system account, the
+        memory resolver preloaded with ``accounts``, then ``extra``."""
+        preload = "".join(f"  {k}: {v}\n" for k, v in self.accounts.items())
+        return (f"operator: {operator or self.operator}\nsystem_account: {self.sys.public}\n"
+                f"resolver: MEMORY\nresolver_preload: {{\n{preload}}}\n{extra}")
+
+    def user_jwt(self, **kw: Any) -> str:
+        """A JWT for ``user`` issued by account ``A`` (or ``issuer=``); ``kw`` as
+        :func:`user_jwt`."""
+        return user_jwt(self.user, kw.pop("issuer", self.acc), **kw)

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,14 @@ def _beside_python(name: str) -> str | None:
     """An executable called ``name`` in the same directory as the running interpreter."""
     candidate = Path(sys.executable).parent / name
     return str(candidate) if candidate.exists() and os.access(candidate, os.X_OK) else None
+
+
+def free_port() -> int:
+    """A currently free loopback TCP port (for a listener a case configures itself: monitor,
+    cluster, websocket)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def command_for(target: str) -> list[str]:

@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn, refused_start
+from conformance.helpers import SpawnFn, get_json, refused_start
 from conformance.rawclient import RawClient, hpub, msg, pub, split_frames
-from conformance.servers import Endpoint
-from conformance.test_cli import free_port, get_json
+from conformance.servers import Endpoint, free_port
 
 CONF = """
 accounts {

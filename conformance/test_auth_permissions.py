@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn, refused_start
+from conformance.helpers import SpawnFn, get_json, refused_start, wait_for_log
 from conformance.rawclient import RawClient, msg, pub, split_frames
-from conformance.servers import Endpoint
-from conformance.test_cli import wait_for_log
+from conformance.servers import Endpoint, free_port
 
 AUTH_VIOLATION = b"-ERR 'Authorization Violation'\r\n"
 #: bcrypt (cost 4) of "s3cret", in the "$2a$" form nats-server's docs show.
@@ -340,7 +339,6 @@ def test_second_connect_changes_user(target: str, spawn: SpawnFn) -> None:
 def test_connz_names_users_and_accounts(target: str, spawn: SpawnFn) -> None:
     """``/connz?auth=1`` shows each connection's user, its ``account`` (omitted for ``$G``)
     and ``name_tag``; ``acc=A`` lists that account's connections only."""
-    from conformance.test_cli import free_port, get_json
 
     port = free_port()
     ep = spawn(config=f"http_port: {port}\n"

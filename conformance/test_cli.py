@@ -3,44 +3,15 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn, connect_line, refused_start
+from conformance.helpers import SpawnFn, connect_line, get_json, refused_start, wait_for_log
 from conformance.rawclient import OK, PONG, RawClient, msg, pub
-
-
-def free_port() -> int:
-    """A currently free loopback TCP port."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_log(server: object, needle: str, timeout: float = 3.0) -> str:
-    """Wait until the server's captured stderr contains ``needle``; return the log."""
-    deadline = time.monotonic() + timeout
-    while True:
-        log: str = server.log  # type: ignore[attr-defined]
-        if needle in log or time.monotonic() > deadline:
-            return log
-        time.sleep(0.02)
-
-
-def get_json(port: int, path: str) -> Any:
-    """GET a monitoring endpoint and decode its JSON; failures name the endpoint."""
-    url = f"http://127.0.0.1:{port}{path}"
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return json.loads(resp.read())
-    except urllib.error.URLError as exc:
-        raise AssertionError(f"GET {path}: {exc}") from exc
+from conformance.servers import free_port
 
 
 def test_sigterm_closes_clients_and_exits_zero(target: str, spawn: SpawnFn) -> None:

@@ -35,9 +35,9 @@ from typing import Any
 import pytest
 
 from conformance.cluster import Cluster, ClusterClients, node_tags
+from conformance.clusterjs import all_current, leader_of, peer_id, quick, stored
 from conformance.jshelpers import TYPE_PREFIX, JsClient, Msg, api_error, parse_msg, unique_name
 from conformance.rawclient import ConnectionClosed, RawClient
-from conformance.test_cluster_js import all_current, leader_of, peer_id, quick, stored
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 

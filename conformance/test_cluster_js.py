@@ -13,33 +13,22 @@ leaders and raft group names are checked for shape.
 """
 from __future__ import annotations
 
-import hashlib
 import re
-import uuid
 from typing import Any
 
 import pytest
 
 from conformance.cluster import SYSTEM_USER, Cluster, ClusterClients
+from conformance.clusterjs import all_current, leader_of, peer_id, stored
 from conformance.jshelpers import (
     TIMESTAMP,
     TYPE_PREFIX,
-    JsClient,
     api_error,
     file_bytes,
     unique_name,
 )
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
-
-_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-def peer_id(server_name: str) -> str:
-    """A server's raft peer id: the first 8 bytes of SHA-256 of its name, each mapped to a
-    base-62 digit (nats-server's ``getHash``)."""
-    return "".join(_DIGITS[b % 62] for b in hashlib.sha256(server_name.encode()).digest()[:8])
-
 
 GROUP_RE = re.compile(r"^[SC]-R[1-5][FM]-[A-Za-z0-9]{8}$")
 PEER_KEYS = ["name", "current", "active", "peer"]
@@ -78,52 +67,6 @@ def check_cluster(ci: dict[str, Any], cluster: Cluster, replicas: int, kind: str
         if current:
             assert r["current"] is True and "lag" not in r, ci
     return str(leader)
-
-
-def quick(js: JsClient) -> float:
-    """How long a polled check waits for a reply (the cluster's ``reply_timeout``)."""
-    return float(getattr(js, "reply_timeout", 1.0))
-
-
-def all_current(js: JsClient, suffix: str) -> dict[str, Any] | None:
-    """The info reply of ``suffix`` (STREAM.INFO.X, CONSUMER.INFO.X.Y) once it has a leader,
-    every replica is current and no change of peers is under way (no ``desired``), else
-    None."""
-    out = js.api(suffix, timeout=quick(js))
-    ci = out.get("cluster", {})
-    if "error" in out or not ci.get("leader") or "desired" in ci:
-        return None
-    if any(not r["current"] or "lag" in r for r in ci.get("replicas", [])):
-        return None
-    return out
-
-
-async def stored(cluster: Cluster, js: JsClient, subject: str, data: bytes = b"",
-                 headers: bytes | None = None) -> int:
-    """Publish until the stream acknowledges; returns the sequence. A stream's subjects are
-    subscribed on its leader's node only, and until that interest has crossed the routes
-    (after a create, a stepdown, a move) a publish from another node gets the 503
-    no-responders status. Retries carry one ``Nats-Msg-Id``, so nothing is stored twice."""
-    if headers is None:
-        headers = f"NATS/1.0\r\nNats-Msg-Id: {uuid.uuid4().hex}\r\n\r\n".encode()
-
-    def attempt() -> int | None:
-        try:
-            m = js.publish(subject, data, headers, timeout=quick(js))
-        except TimeoutError:
-            return None
-        if m.status:
-            return None
-        ack = m.json()
-        assert "error" not in ack, ack
-        return int(ack["seq"])
-    return int(await cluster.wait_until(attempt, timeout=30,
-                                        what=f"publish to {subject} acknowledged"))
-
-
-def leader_of(js: JsClient, suffix: str) -> str | None:
-    out = js.api(suffix, timeout=quick(js))
-    return out.get("cluster", {}).get("leader")
 
 
 # ---------------------------------------------------------------------- INFO and streams

@@ -16,7 +16,7 @@ import pytest
 
 from conformance.cluster import Cluster, ProcessCluster, read_info
 from conformance.rawclient import RawClient, parse_info
-from conformance.servers import URL_TARGET, command_for
+from conformance.servers import URL_TARGET, command_for, free_port
 
 pytestmark = [pytest.mark.conformance, pytest.mark.cluster]
 
@@ -98,12 +98,6 @@ async def test_cluster_crashed_node_leaves_connect_urls(target: str,
         client.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_cluster_name_without_a_route_port(target: str, spawn: Any) -> None:
     """``--cluster_name`` alone: the INFO names the cluster and has no ``connect_urls``."""
     srv = spawn(args=["--cluster_name", "lonely"])
@@ -117,7 +111,7 @@ async def test_cluster_connect_urls_of_a_lone_node(target: str, spawn: Any,
                                                   make_cluster: Any) -> None:
     """A node with a route port that was never routed lists no ``connect_urls``; one whose
     only peer left lists itself (an async INFO with its own URL only)."""
-    srv = spawn(args=["--cluster", f"nats://127.0.0.1:{_free_port()}", "--cluster_name", "c"])
+    srv = spawn(args=["--cluster", f"nats://127.0.0.1:{free_port()}", "--cluster_name", "c"])
     assert "connect_urls" not in read_info(srv.host, srv.port)
     c = make_cluster(size=2, jetstream=False, processes=True)
     await c.settle(timeout=15)
@@ -154,7 +148,7 @@ ROUTE_INFO_KEYS = ["server_id", "server_name", "version", "proto", "go", "host",
 def test_cluster_route_info(target: str, spawn: Any) -> None:
     """The route port greets with nats-server's route INFO: protocol 3, the route listener's
     host and port, this node's client URL only, ``compression`` ``accept``, pool size 3."""
-    port = _free_port()
+    port = free_port()
     srv = spawn(args=["--cluster", f"nats://127.0.0.1:{port}", "--cluster_name", "conf",
                       "-n", "solo"])
     deadline = time.monotonic() + 5
@@ -187,7 +181,7 @@ def test_cluster_route_info(target: str, spawn: Any) -> None:
 def test_cluster_dynamic_name(target: str, spawn: Any) -> None:
     """``--cluster`` without a name: a made-up 22-character name, in the INFO and the log
     (with nats-server's warning)."""
-    port = _free_port()
+    port = free_port()
     srv = spawn(args=["--cluster", f"nats://127.0.0.1:{port}"])
     info = read_info(srv.host, srv.port)
     name = info["cluster"]

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.helpers import RawFactory, SpawnFn, ready
+from conformance.helpers import RawFactory, SpawnFn, ready, subscribe
 from conformance.rawclient import OK, RawClient, msg, pub
-from conformance.test_pubsub import subscribe
 
 UNKNOWN_OP = b"-ERR 'Unknown Protocol Operation'\r\n"
 MAX_PAYLOAD = b"-ERR 'Maximum Payload Violation'\r\n"

@@ -1,9 +1,8 @@
 """HPUB/HMSG framing and the opaque header block."""
 from __future__ import annotations
 
-from conformance.helpers import RawFactory, ready
+from conformance.helpers import RawFactory, ready, subscribe
 from conformance.rawclient import OK, hmsg, hpub, msg
-from conformance.test_pubsub import subscribe
 
 
 def test_hpub_hmsg_exact_bytes(target: str, raw: RawFactory, subject: str) -> None:

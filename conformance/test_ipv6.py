@@ -11,15 +11,9 @@ from pathlib import Path
 import pytest
 
 from conformance.rawclient import parse_info
-from conformance.servers import URL_TARGET, ServerProcess, command_for, spawn_server
+from conformance.servers import URL_TARGET, ServerProcess, command_for, free_port, spawn_server
 
 pytestmark = pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6 on this machine")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def info_from(host: str, port: int) -> dict:

@@ -6,7 +6,6 @@ their account after a restart; ``/jsz``, ``/varz`` and ``/healthz`` report per a
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from conformance.helpers import SpawnFn, refused_start
 from conformance.jshelpers import JsClient, wait_for
+from conformance.servers import free_port
 
 ACCOUNTS = """
 accounts {
@@ -27,12 +27,6 @@ accounts {
 """
 NOT_ENABLED = {"code": 503, "err_code": 10039, "description": "JetStream not enabled for account"}
 U64_MAX = (1 << 64) - 1
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(port: int, path: str) -> tuple[int, Any]:

@@ -49,9 +49,7 @@ def err(out: dict[str, Any]) -> tuple[int, int, str]:
 
 
 def durable(js: JsClient, stream: str, name: str) -> None:
-    config = {"durable_name": name, "ack_policy": "explicit"}
-    out = js.api(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config})
-    assert "error" not in out, out
+    js.create_consumer(stream, {"durable_name": name, "ack_policy": "explicit"}, name)
 
 
 # ---------------------------------------------------------------------- empty bodies

@@ -32,21 +32,18 @@ Reference: ADR-37 ("Consume specification").
 """
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.jshelpers import JsClient, Msg, header_block, parse_msg
+from conformance.jshelpers import JsClient, Msg, ack_fields, header_block, parse_msg
 
 #: ADR-37: a byte-limited consume asks for a batch this large so only bytes limit it.
 BIG_BATCH = 1_000_000
 #: Subscription id of the loop's inbox.
 LOOP_SID = "7"
-#: ``$JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.<pending>`` (v1).
-ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
 #: Statuses that end a pull request and carry the pending headers.
 TERMINAL = ("408 Request Timeout", "409 Message Size Exceeds MaxBytes", "409 Batch Completed")
 HEARTBEAT = "100 Idle Heartbeat"
@@ -56,12 +53,6 @@ NS = 1_000_000_000
 def wire_size(m: Msg) -> int:
     """A delivery's size as the server counts it against ``max_bytes``."""
     return len(m.subject) + len(m.reply or "") + len(m.header) + len(m.data)
-
-
-def ack_fields(m: Msg) -> tuple[str, str, int, int, int, int, int]:
-    g = ACK_RE.match(m.reply or "")
-    assert g, f"not a v1 ack subject: {m.frame!r}"
-    return g[1], g[2], int(g[3]), int(g[4]), int(g[5]), int(g[6]), int(g[7])
 
 
 def status_frame(subject: str, sid: str, status: str, *pairs: tuple[str, str]) -> bytes:
@@ -386,9 +377,7 @@ def setup(js: JsClient, name: str, items: list[Published] | None = None) -> str:
     p = name.lower()
     js.create(name, subjects=[f"{p}.>"], storage="memory")
     publish(js, items or [])
-    out = js.api(f"CONSUMER.CREATE.{name}.c", {"stream_name": name, "config": {
-        "durable_name": "c", "ack_policy": "explicit"}})
-    assert "error" not in out, out
+    js.create_consumer(name, {"durable_name": "c", "ack_policy": "explicit"}, "c")
     return p
 
 

@@ -16,13 +16,6 @@ from conformance.jshelpers import (
 )
 
 
-def cc(js: JsClient, stream: str, config: dict[str, Any], name: str | None = None,
-       **extra: Any) -> dict[str, Any]:
-    """CONSUMER.CREATE (named form when ``name``) and return the decoded reply."""
-    suffix = f"CONSUMER.CREATE.{stream}" + (f".{name}" if name else "")
-    return js.api(suffix, {"stream_name": stream, "config": config, **extra})
-
-
 def setup_stream(js: JsClient, name: str, subjects: list[str] | None = None, **cfg: Any) -> str:
     p = name.lower()
     js.create(name, subjects=subjects or [f"{p}.>"], **cfg)
@@ -41,7 +34,8 @@ def test_js_consumer_create_durable_pull_reply(target: str, js: JsClient, stream
     p = setup_stream(js, stream_name)
     for i in range(3):
         js.pub_ok(f"{p}.a", b"x%d" % i)
-    out = cc(js, stream_name, {"durable_name": "d1", "ack_policy": "explicit"}, "d1")
+    out = js.create_consumer(stream_name, {
+        "durable_name": "d1", "ack_policy": "explicit"}, "d1", check=False)
     assert strip(out) == {
         "type": TYPE_PREFIX + "consumer_create_response", "stream_name": stream_name, "name": "d1",
         "config": {"durable_name": "d1", "name": "d1", "deliver_policy": "all",
@@ -60,7 +54,7 @@ def test_js_consumer_create_durable_pull_reply(target: str, js: JsClient, stream
 def test_js_consumer_create_legacy_ephemeral(target: str, js: JsClient, stream_name: str) -> None:
     """Auto-named: 8 base62 characters, no ``name`` in config, 5 s inactive threshold."""
     setup_stream(js, stream_name)
-    out = cc(js, stream_name, {"ack_policy": "none"})
+    out = js.create_consumer(stream_name, {"ack_policy": "none"}, check=False)
     assert len(out["name"]) == 8 and out["name"].isalnum()
     assert out["config"] == {"deliver_policy": "all", "ack_policy": "none", "max_deliver": -1,
                              "replay_policy": "instant", "max_waiting": 512,
@@ -74,11 +68,12 @@ def test_js_consumer_create_named_with_filter_subject(target: str, js: JsClient,
     p = setup_stream(js, stream_name)
     js.pub_ok(f"{p}.a.1")
     js.pub_ok(f"{p}.b.1")
-    out = cc(js, stream_name, {"durable_name": "f", "filter_subject": f"{p}.a.*"},
-             f"f.{p}.a.*")
+    out = js.create_consumer(stream_name, {
+        "durable_name": "f", "filter_subject": f"{p}.a.*"}, f"f.{p}.a.*", check=False)
     assert out["name"] == "f" and out["config"]["filter_subject"] == f"{p}.a.*"
     assert out["num_pending"] == 1
-    bad = cc(js, stream_name, {"durable_name": "g", "filter_subject": f"{p}.b"}, f"g.{p}.a")
+    bad = js.create_consumer(stream_name, {
+        "durable_name": "g", "filter_subject": f"{p}.b"}, f"g.{p}.a", check=False)
     assert bad["error"]["err_code"] == 10131
 
 
@@ -97,22 +92,27 @@ def test_js_consumer_create_idempotent_and_action(target: str, js: JsClient,
                                                   stream_name: str) -> None:
     """Same config → same consumer; a different one is an update; ``action`` rules."""
     setup_stream(js, stream_name)
-    a = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit"}, "d")
-    b = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit"}, "d", action="create")
+    a = js.create_consumer(stream_name, {
+        "durable_name": "d", "ack_policy": "explicit"}, "d", check=False)
+    b = js.create_consumer(stream_name, {
+        "durable_name": "d", "ack_policy": "explicit"}, "d", action="create", check=False)
     assert a["created"] == b["created"]
-    c = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000},
-           "d", action="create")
+    c = js.create_consumer(stream_name, {
+        "durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000
+        }, "d", action="create", check=False)
     assert c["error"] == {"code": 400, "err_code": 10148, "description": "consumer already exists"}
-    d = cc(js, stream_name, {"durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000}, "d")
+    d = js.create_consumer(stream_name, {
+        "durable_name": "d", "ack_policy": "explicit", "ack_wait": 5_000_000_000}, "d", check=False)
     assert d["config"]["ack_wait"] == 5_000_000_000 and d["created"] == a["created"]
-    e = cc(js, stream_name, {"durable_name": "d", "ack_policy": "all"}, "d")
+    e = js.create_consumer(stream_name, {
+        "durable_name": "d", "ack_policy": "all"}, "d", check=False)
     assert e["error"] == {"code": 500, "err_code": 10012, "description": "ack policy can not be updated"}
-    f = cc(js, stream_name, {"durable_name": "x"}, "x", action="update")
+    f = js.create_consumer(stream_name, {"durable_name": "x"}, "x", action="update", check=False)
     assert f["error"]["err_code"] == 10149
 
 
 def test_js_consumer_create_missing_stream(target: str, js: JsClient, stream_name: str) -> None:
-    out = cc(js, stream_name, {"durable_name": "d"}, "d")
+    out = js.create_consumer(stream_name, {"durable_name": "d"}, "d", check=False)
     assert out == error_reply("consumer_create_response", 404, 10059, "stream not found")
 
 
@@ -124,7 +124,7 @@ def test_js_consumer_info_delete_errors(target: str, js: JsClient, stream_name: 
         "consumer_delete_response", 404, 10014, "consumer not found")
     assert js.api("CONSUMER.INFO.NOSUCHSTREAM.x") == error_reply(
         "consumer_info_response", 404, 10059, "stream not found")
-    cc(js, stream_name, {"durable_name": "d"}, "d")
+    js.create_consumer(stream_name, {"durable_name": "d"}, "d", check=False)
     assert js.api(f"CONSUMER.INFO.{stream_name}.d", {"x": 1}) == error_reply(
         "consumer_info_response", 400, 10038, "expected an empty request payload")
     assert js.api(f"CONSUMER.DELETE.{stream_name}.d") == {
@@ -140,7 +140,8 @@ def test_js_consumer_names_and_list(target: str, js: JsClient, stream_name: str)
     assert empty == {"type": TYPE_PREFIX + "consumer_names_response", "total": 0, "offset": 0,
                      "limit": 1024, "consumers": []}
     for name in ("b", "a"):
-        cc(js, stream_name, {"durable_name": name, "ack_policy": "explicit"}, name)
+        js.create_consumer(stream_name, {
+            "durable_name": name, "ack_policy": "explicit"}, name, check=False)
     names = js.api(f"CONSUMER.NAMES.{stream_name}")
     assert (names["total"], names["consumers"]) == (2, ["a", "b"])
     assert js.api(f"CONSUMER.NAMES.{stream_name}", {"offset": 1})["consumers"] == ["b"]
@@ -155,13 +156,14 @@ def test_js_consumer_names_and_list(target: str, js: JsClient, stream_name: str)
 
 def test_js_consumer_workqueue_rules(target: str, js: JsClient, stream_name: str) -> None:
     p = setup_stream(js, stream_name, retention="workqueue")
-    ok = cc(js, stream_name, {"durable_name": "w1", "ack_policy": "explicit",
-                              "filter_subject": f"{p}.a"}, "w1")
+    ok = js.create_consumer(stream_name, {"durable_name": "w1", "ack_policy": "explicit",
+                              "filter_subject": f"{p}.a"}, "w1", check=False)
     assert "error" not in ok
-    dup = cc(js, stream_name, {"durable_name": "w2", "ack_policy": "explicit",
-                               "filter_subject": f"{p}.a"}, "w2")
+    dup = js.create_consumer(stream_name, {"durable_name": "w2", "ack_policy": "explicit",
+                               "filter_subject": f"{p}.a"}, "w2", check=False)
     assert dup["error"]["err_code"] == 10100
-    unf = cc(js, stream_name, {"durable_name": "w3", "ack_policy": "explicit"}, "w3")
+    unf = js.create_consumer(stream_name, {
+        "durable_name": "w3", "ack_policy": "explicit"}, "w3", check=False)
     assert unf["error"]["err_code"] == 10099
 
 
@@ -179,21 +181,23 @@ def test_js_consumer_limits_skip_sourcing_and_direct(target: str, js: JsClient,
         return out
 
     setup_stream(js, stream_name, max_consumers=2)
-    assert "error" not in cc(js, stream_name, {"durable_name": "a"}, "a")
+    assert "error" not in js.create_consumer(stream_name, {"durable_name": "a"}, "a", check=False)
     made(stream_name, {"durable_name": "m", "sourcing": True}, "m")
-    assert "error" not in cc(js, stream_name, {"durable_name": "b"}, "b")
-    assert cc(js, stream_name, {"durable_name": "c"}, "c") == error_reply(
+    assert "error" not in js.create_consumer(stream_name, {"durable_name": "b"}, "b", check=False)
+    assert js.create_consumer(stream_name, {"durable_name": "c"}, "c", check=False) == error_reply(
         "consumer_create_response", 400, 10026, "maximum consumers limit reached")
-    upd = cc(js, stream_name, {"durable_name": "a", "description": "x"}, "a")
+    upd = js.create_consumer(stream_name, {
+        "durable_name": "a", "description": "x"}, "a", check=False)
     assert upd["config"]["description"] == "x"
     wq = stream_name + "W"
     p = setup_stream(js, wq, retention="workqueue")
     made(wq, {"durable_name": "m", "ack_policy": "explicit", "sourcing": True}, "m")
     made(wq, {"name": "dd", "ack_policy": "explicit", "direct": True,
               "deliver_subject": f"{p}x.dd"}, "dd")
-    out = cc(js, wq, {"durable_name": "w", "ack_policy": "explicit"}, "w")
+    out = js.create_consumer(wq, {"durable_name": "w", "ack_policy": "explicit"}, "w", check=False)
     assert "error" not in out and "filter_subject" not in out["config"]
-    assert cc(js, wq, {"durable_name": "w2", "ack_policy": "explicit"}, "w2") == error_reply(
+    assert js.create_consumer(wq, {
+        "durable_name": "w2", "ack_policy": "explicit"}, "w2", check=False) == error_reply(
         "consumer_create_response", 400, 10099,
         "multiple non-filtered consumers not allowed on workqueue stream")
 
@@ -226,7 +230,7 @@ def test_js_consumer_start_position(target: str, js: JsClient, stream_name: str,
             return [fill(x) for x in v]
         return v
 
-    out = cc(js, stream_name, {k: fill(v) for k, v in config.items()})
+    out = js.create_consumer(stream_name, {k: fill(v) for k, v in config.items()}, check=False)
     assert out["delivered"] == {"consumer_seq": 0, "stream_seq": delivered}
     assert out["ack_floor"] == {"consumer_seq": 0, "stream_seq": delivered}
     assert out["num_pending"] == pending
@@ -235,7 +239,7 @@ def test_js_consumer_start_position(target: str, js: JsClient, stream_name: str,
 def test_js_consumer_push_delete_with_stream(target: str, js: JsClient, stream_name: str) -> None:
     """Deleting the stream deletes its consumers (a new stream of that name has none)."""
     setup_stream(js, stream_name)
-    cc(js, stream_name, {"durable_name": "d"}, "d")
+    js.create_consumer(stream_name, {"durable_name": "d"}, "d", check=False)
     js.delete(stream_name)
     setup_stream(js, stream_name)
     assert js.api(f"CONSUMER.NAMES.{stream_name}")["consumers"] == []
@@ -243,7 +247,7 @@ def test_js_consumer_push_delete_with_stream(target: str, js: JsClient, stream_n
 
 def test_js_consumer_leader_stepdown_cluster_only(target: str, js: JsClient, stream_name: str) -> None:
     setup_stream(js, stream_name)
-    cc(js, stream_name, {"durable_name": "d"}, "d")
+    js.create_consumer(stream_name, {"durable_name": "d"}, "d", check=False)
     out = js.api(f"CONSUMER.LEADER.STEPDOWN.{stream_name}.d")
     assert out["error"]["err_code"] == 10010
     assert header_block() == b"NATS/1.0\r\n\r\n"

@@ -3,53 +3,12 @@
 ``ack_policy`` ``all``, the order of redeliveries."""
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from typing import Any
 
-from conformance.jshelpers import JsClient, Msg, parse_msg, wait_for
-from conformance.test_js_consumer_pull import Pull, ack_fields, pull
-
-_SIDS = itertools.count(5000)
-
-
-class Sub:
-    """A plain subscription on this connection, read by subscription id."""
-
-    def __init__(self, js: JsClient, subject: str) -> None:
-        self.js = js
-        self.sid = str(next(_SIDS))
-        js.raw.send(f"SUB {subject} {self.sid}\r\n".encode())
-        js.raw.barrier()
-
-    def next(self, timeout: float = 5.0) -> Msg:
-        for i, m in enumerate(self.js._pending):
-            if m.sid == self.sid:
-                return self.js._pending.pop(i)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"nothing on sid {self.sid} within {timeout}s")
-            frame = self.js.raw.read_frame(timeout=remaining)
-            if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
-                continue
-            m = parse_msg(frame)
-            if m.sid == self.sid:
-                return m
-            self.js._pending.append(m)
-
-    def drain(self) -> list[Msg]:
-        """What has arrived so far (after a round trip to the server)."""
-        self.js.raw.barrier()
-        out: list[Msg] = []
-        while True:
-            try:
-                out.append(self.next(timeout=0.05))
-            except TimeoutError:
-                return out
-
+from conformance.jshelpers import JsClient, Sub, ack_fields, wait_for
+from conformance.pullconsumer import Pull, pull
 
 def counters(pl: Pull) -> tuple[Any, ...]:
     """(ack floor consumer/stream, num_ack_pending, num_redelivered, num_pending)."""

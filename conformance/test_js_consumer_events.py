@@ -3,63 +3,17 @@
 ``replay_policy: original`` spacing deliveries like the stored timestamps (pull and push)."""
 from __future__ import annotations
 
-import itertools
-import json
 import time
 import uuid
 from typing import Any
 
-from conformance.jshelpers import TIMESTAMP, JsClient, Msg, parse_msg
-from conformance.test_js_consumer_pull import Pull, ack_fields
-
-_SIDS = itertools.count(500)
-
-
-class Events:
-    """A subscription of its own (matched by sid) on ``subject``."""
-
-    def __init__(self, js: JsClient, subject: str) -> None:
-        self.js = js
-        self.sid = str(next(_SIDS))
-        js.raw.send(f"SUB {subject} {self.sid}\r\n".encode())
-        js.raw.barrier()
-
-    def next(self, timeout: float = 5.0) -> Msg:
-        for i, m in enumerate(self.js._pending):
-            if m.sid == self.sid:
-                return self.js._pending.pop(i)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no event within {timeout}s")
-            frame = self.js.raw.read_frame(timeout=remaining)
-            if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
-                continue
-            m = parse_msg(frame)
-            if m.sid == self.sid:
-                return m
-            self.js._pending.append(m)
-
-    def event(self, timeout: float = 5.0) -> tuple[str, dict[str, Any]]:
-        m = self.next(timeout)
-        return m.subject, json.loads(m.data)
-
-
-def check_envelope(ev: dict[str, Any], event_type: str) -> dict[str, Any]:
-    """Assert ``type``, ``id``, ``timestamp`` come first and are well formed; return the rest."""
-    keys = list(ev)
-    assert keys[:3] == ["type", "id", "timestamp"], keys
-    assert ev["type"] == "io.nats.jetstream." + event_type
-    assert isinstance(ev["id"], str) and len(ev["id"]) == 22
-    assert TIMESTAMP.match(ev["timestamp"]), ev["timestamp"]
-    return {k: v for k, v in ev.items() if k not in ("type", "id", "timestamp")}
-
+from conformance.jshelpers import JsClient, Sub, ack_fields, check_envelope
+from conformance.pullconsumer import Pull, pull
 
 def test_js_consumer_ack_metric_sampled_at_100(target: str, js: JsClient,
                                                 stream_name: str) -> None:
     pl = Pull(js, stream_name, msgs=3, sample_freq="100%")
-    ev = Events(js, f"$JS.EVENT.*.CONSUMER.*.{stream_name}.c")
+    ev = Sub(js, f"$JS.EVENT.*.CONSUMER.*.{stream_name}.c")
     got = pl.next({"batch": 3}, until_status=False, count=3)
     time.sleep(0.02)
     pl.ack(got[0])
@@ -92,8 +46,7 @@ def test_js_consumer_ack_metric_not_for_term_ack_all_or_unsampled(
         out = js.api(f"CONSUMER.CREATE.{name}.{cname}",
                      {"stream_name": name, "config": {"durable_name": cname, **cfg}})
         assert "error" not in out, out
-    ev = Events(js, f"$JS.EVENT.METRIC.CONSUMER.ACK.{name}.*")
-    from conformance.test_js_consumer_pull import pull
+    ev = Sub(js, f"$JS.EVENT.METRIC.CONSUMER.ACK.{name}.*")
     for cname in ("all", "plain", "zero"):
         got = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{name}.{cname}", {"batch": 3},
                    until_status=False, count=3)
@@ -110,7 +63,7 @@ def test_js_consumer_ack_metric_not_for_term_ack_all_or_unsampled(
 def test_js_consumer_nak_and_term_advisories(target: str, js: JsClient,
                                              stream_name: str) -> None:
     pl = Pull(js, stream_name, msgs=5)
-    ev = Events(js, f"$JS.EVENT.ADVISORY.CONSUMER.*.{stream_name}.c")
+    ev = Sub(js, f"$JS.EVENT.ADVISORY.CONSUMER.*.{stream_name}.c")
     got = pl.next({"batch": 5}, until_status=False, count=5)
     pl.ack(got[0], b"-NAK")
     pl.ack(got[1], b'-NAK {"delay": 5000000000}')
@@ -152,7 +105,7 @@ def test_js_consumer_advisories_only_to_listeners(target: str, js: JsClient,
     pl = Pull(js, stream_name, msgs=2)
     got = pl.next({"batch": 2}, until_status=False, count=2)
     pl.ack(got[0], b"+TERM early")
-    ev = Events(js, f"$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.{stream_name}.c")
+    ev = Sub(js, f"$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.{stream_name}.c")
     pl.ack(got[1], b"+TERM late")
     _, body = ev.event()
     assert body["reason"] == "late"
@@ -172,7 +125,7 @@ def test_js_consumer_replay_original_pull(target: str, js: JsClient, stream_name
         "durable_name": "c", "ack_policy": "explicit", "replay_policy": "original"}})
     assert "error" not in out and out["config"]["replay_policy"] == "original", out
     pl_inbox = f"_R.{uuid.uuid4().hex}"
-    ev = Events(js, pl_inbox)
+    ev = Sub(js, pl_inbox)
     t0 = time.monotonic()
     js.send(f"$JS.API.CONSUMER.MSG.NEXT.{name}.c", {"batch": 4, "expires": 5_000_000_000},
             reply=pl_inbox)
@@ -200,7 +153,7 @@ def test_js_consumer_replay_original_push(target: str, js: JsClient, stream_name
         time.sleep(gap)
         js.pub_ok(f"{name.lower()}.m", f"m{i}")
     dsubj = f"_D.{uuid.uuid4().hex}"
-    ev = Events(js, dsubj)
+    ev = Sub(js, dsubj)
     t0 = time.monotonic()
     out = js.api(f"CONSUMER.CREATE.{name}.p", {"stream_name": name, "config": {
         "durable_name": "p", "deliver_subject": dsubj, "replay_policy": "original"}})

@@ -12,18 +12,15 @@ import json
 
 import pytest
 
-from conformance.jshelpers import JsClient, wait_for
-from conformance.test_js_consumer_edges import Sub
-from conformance.test_js_consumer_pull import ack_fields, pull
-from conformance.test_js_consumer_push import Sub as PushSub
+from conformance.jshelpers import JsClient, Sub, ack_fields, wait_for
+from conformance.pullconsumer import pull
 
 IDLE = 10  # of each kind
 
 
 def _create(js: JsClient, stream: str, name: str, **config: object) -> None:
     cfg = {"durable_name": name, "ack_policy": "explicit", "ack_wait": 30_000_000_000, **config}
-    out = js.api(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": cfg})
-    assert "error" not in out, out
+    js.create_consumer(stream, cfg, name)
 
 
 def _pending(js: JsClient, stream: str, names: list[str]) -> dict[str, int]:
@@ -72,7 +69,7 @@ def test_js_many_idle_consumers_count_and_deliver(target: str, js: JsClient, str
         (1, q, q, 12 - q) for q in range(1, 6)]
 
     # a push consumer gains interest: everything from its start, counted down
-    sub = PushSub(js, f"dlv.{p}.4")  # no barrier: deliveries may come before any PONG
+    sub = Sub(js, f"dlv.{p}.4")  # no barrier: deliveries may come before any PONG
     got = sub.take(12)
     assert [(ack_fields(m)[1], ack_fields(m)[3], ack_fields(m)[6]) for m in got] == [
         ("h4", q, 12 - q) for q in range(1, 13)]

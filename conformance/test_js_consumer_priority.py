@@ -7,9 +7,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from conformance.jshelpers import TIMESTAMP, ZERO_TIME, JsClient, Msg
-from conformance.test_js_consumer_events import Events, check_envelope
-from conformance.test_js_consumer_pull import Inbox, ack_fields, status_frame
+from conformance.jshelpers import (
+    TIMESTAMP,
+    ZERO_TIME,
+    JsClient,
+    Msg,
+    ack_fields,
+    check_envelope,
+    status_frame,
+)
+from conformance.jshelpers import Sub as Events
+from conformance.jshelpers import Sub as Inbox
 
 S = 1_000_000_000
 

@@ -2,115 +2,12 @@
 ack subject, every pull status with its exact headers, ack payloads and the info counters."""
 from __future__ import annotations
 
-import itertools
-import re
 import time
-import uuid
-from typing import Any
 
 import pytest
 
-from conformance.jshelpers import JsClient, Msg, header_block, parse_msg, wait_for
-
-ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
-
-
-_SIDS = itertools.count(100)
-
-
-class Inbox:
-    """A dedicated subscription for one pull request: deliveries carry the *stored* subject,
-    so they are told apart by subscription id, not by subject."""
-
-    def __init__(self, js: JsClient) -> None:
-        self.js = js
-        self.sid = str(next(_SIDS))
-        self.subject = f"_PULL.{uuid.uuid4().hex}"
-        js.raw.send(f"SUB {self.subject} {self.sid}\r\n".encode())
-
-    def next(self, timeout: float = 5.0) -> Msg:
-        for i, m in enumerate(self.js._pending):  # read while waiting for an API reply
-            if m.sid == self.sid:
-                return self.js._pending.pop(i)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"nothing on {self.subject} within {timeout}s")
-            frame = self.js.raw.read_frame(timeout=remaining)
-            if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
-                continue
-            m = parse_msg(frame)
-            if m.sid == self.sid:
-                return m
-            self.js._pending.append(m)
-
-    def collect(self, until_status: bool = True, count: int | None = None,
-                timeout: float = 5.0) -> list[Msg]:
-        out: list[Msg] = []
-        while True:
-            m = self.next(timeout)
-            out.append(m)
-            if count is not None and len(out) >= count:
-                return out
-            if until_status and m.status:
-                return out
-
-
-def status_frame(m: Msg, status: str, *pairs: tuple[str, str]) -> bytes:
-    header = header_block(*pairs, status=status)
-    return (b"HMSG %s %s %d %d\r\n" % (m.subject.encode(), m.sid.encode(), len(header),
-                                       len(header)) + header + b"\r\n")
-
-
-def ack_fields(m: Msg) -> tuple[str, str, int, int, int, int, int]:
-    g = ACK_RE.match(m.reply or "")
-    assert g, m.reply
-    return (g[1], g[2], int(g[3]), int(g[4]), int(g[5]), int(g[6]), int(g[7]))
-
-
-def pull(js: JsClient, subject: str, body: Any = None, **kw: Any) -> list[Msg]:
-    """Send a MSG.NEXT request on its own inbox and collect the replies."""
-    inbox = Inbox(js)
-    js.send(subject, body, reply=inbox.subject)
-    return inbox.collect(**kw)
-
-
-class Pull:
-    """Stream ``<N>`` on ``<p>.>`` with a pull consumer ``c``."""
-
-    def __init__(self, js: JsClient, name: str, msgs: int = 0, stream: dict | None = None,
-                 **config: Any) -> None:
-        self.js, self.name, self.p = js, name, name.lower()
-        js.create(name, subjects=[f"{self.p}.>"], **(stream or {}))
-        for i in range(msgs):
-            js.pub_ok(f"{self.p}.m", b"m%d" % i)
-        config.setdefault("ack_policy", "explicit")
-        out = js.api(f"CONSUMER.CREATE.{name}.c",
-                     {"stream_name": name, "config": {"durable_name": "c", **config}})
-        assert "error" not in out, out
-        self.next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{name}.c"
-
-    def next(self, body: Any = None, **kw: Any) -> list[Msg]:
-        return pull(self.js, self.next_subject, body, **kw)
-
-    def send(self, body: Any = None) -> Inbox:
-        inbox = Inbox(self.js)
-        self.js.send(self.next_subject, body, reply=inbox.subject)
-        return inbox
-
-    def info(self) -> dict[str, Any]:
-        return self.js.api(f"CONSUMER.INFO.{self.name}.c")
-
-    def wait_waiting(self, n: int) -> None:
-        """nats-server queues pull requests asynchronously: wait until ``n`` are waiting."""
-        deadline = time.monotonic() + 5
-        while self.info()["num_waiting"] != n:
-            assert time.monotonic() < deadline, "pull request never queued"
-            time.sleep(0.02)
-
-    def ack(self, m: Msg, body: bytes = b"") -> Msg:
-        return self.js.request(m.reply or "", body)
+from conformance.jshelpers import JsClient, ack_fields, header_block, status_frame, wait_for
+from conformance.pullconsumer import Pull, pull
 
 
 def test_js_pull_empty_body_one_message(target: str, js: JsClient, stream_name: str) -> None:

@@ -4,7 +4,6 @@ subscription exists (``push_bound``), queue delivery with ``deliver_group``, ``h
 cleanup, pause and the consumer advisories."""
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import time
@@ -12,68 +11,9 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from conformance.jshelpers import JsClient, Msg, header_block, parse_msg
+from conformance.jshelpers import JsClient, Sub, ack_fields, header_block
 
-ACK_RE = re.compile(r"^\$JS\.ACK\.([^.]+)\.([^.]+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)\.(\d+)$")
 FC_RE = re.compile(r"^\$JS\.FC\.([^.]+)\.([^.]+)\.[0-9A-Za-z]{4}$")
-_SIDS = itertools.count(500)
-
-
-class Sub:
-    """One SUB on the JsClient's connection; its messages are told apart by sid."""
-
-    def __init__(self, js: JsClient, subject: str, queue: str = "") -> None:
-        self.js = js
-        self.sid = str(next(_SIDS))
-        self.subject = subject
-        q = f" {queue}" if queue else ""
-        js.raw.send(f"SUB {subject}{q} {self.sid}\r\n".encode())
-
-    def unsub(self) -> None:
-        self.js.raw.send(f"UNSUB {self.sid}\r\n".encode())
-
-    def next(self, timeout: float = 5.0) -> Msg:
-        for i, m in enumerate(self.js._pending):
-            if m.sid == self.sid:
-                return self.js._pending.pop(i)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"nothing on {self.subject} within {timeout}s")
-            try:
-                frame = self.js.raw.read_frame(timeout=remaining)
-            except TimeoutError:
-                raise TimeoutError(f"nothing on {self.subject} within {timeout}s") from None
-            if not (frame.startswith(b"MSG ") or frame.startswith(b"HMSG ")):
-                continue
-            m = parse_msg(frame)
-            if m.sid == self.sid:
-                return m
-            self.js._pending.append(m)
-
-    def take(self, n: int, timeout: float = 5.0) -> list[Msg]:
-        return [self.next(timeout) for _ in range(n)]
-
-    def data(self, timeout: float = 5.0) -> Msg:
-        """The next message that is not a heartbeat / flow-control status."""
-        while True:
-            m = self.next(timeout)
-            if not m.status.startswith("100"):
-                return m
-
-    def nothing(self, wait: float = 0.5) -> None:
-        try:
-            m = self.next(wait)
-        except TimeoutError:
-            return
-        raise AssertionError(f"expected nothing, got {m.frame!r}")
-
-
-def ack_fields(m: Msg) -> tuple[str, str, int, int, int, int, int]:
-    g = ACK_RE.match(m.reply or "")
-    assert g, m.reply
-    return (g[1], g[2], int(g[3]), int(g[4]), int(g[5]), int(g[6]), int(g[7]))
 
 
 def make_stream(js: JsClient, name: str, msgs: int = 0, **stream: Any) -> str:
@@ -85,12 +25,10 @@ def make_stream(js: JsClient, name: str, msgs: int = 0, **stream: Any) -> str:
 
 
 def create(js: JsClient, stream: str, config: dict[str, Any], name: str = "d") -> dict[str, Any]:
-    if config.get("durable_name") or "name" in config:
-        out = js.api(f"CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config})
-    else:
-        out = js.api(f"CONSUMER.CREATE.{stream}", {"stream_name": stream, "config": config})
-    assert "error" not in out, out
-    return out
+    """A consumer named ``name`` when ``config`` names one (durable or ``name``), else an
+    ephemeral created with the unnamed form."""
+    named = config.get("durable_name") or "name" in config
+    return js.create_consumer(stream, config, name if named else None)
 
 
 def info(js: JsClient, stream: str, name: str = "d") -> dict[str, Any]:

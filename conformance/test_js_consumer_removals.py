@@ -23,10 +23,9 @@ from typing import Any, Callable
 
 import pytest
 
-from conformance.jshelpers import JsClient, file_bytes, mem_bytes, wait_for
+from conformance.jshelpers import JsClient, Sub, ack_fields, file_bytes, mem_bytes, wait_for
+from conformance.pullconsumer import pull
 from conformance.servers import Endpoint
-from conformance.test_js_consumer_edges import Sub
-from conformance.test_js_consumer_pull import ack_fields, pull
 
 _KEPT: set[tuple[str, int]] = set()
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.jshelpers import JsClient, error_reply
-from conformance.test_js_consumer_events import Events, check_envelope
-from conformance.test_js_consumer_pull import ack_fields, pull
+from conformance.jshelpers import JsClient, Sub, ack_fields, check_envelope, error_reply
+from conformance.pullconsumer import pull
 
 
 def setup(js: JsClient, name: str, msgs: int = 5) -> None:
@@ -15,17 +14,12 @@ def setup(js: JsClient, name: str, msgs: int = 5) -> None:
         js.pub_ok(f"{name.lower()}.{i}", f"m{i}")
 
 
-def consumer(js: JsClient, stream: str, cname: str, **config: Any) -> dict[str, Any]:
-    out = js.api(f"CONSUMER.CREATE.{stream}.{cname}", {"stream_name": stream, "config": config})
-    assert "error" not in out, out
-    return out
-
-
 def test_js_consumer_unpin_errors(target: str, js: JsClient, stream_name: str) -> None:
     setup(js, stream_name, 0)
-    consumer(js, stream_name, "p", durable_name="p", ack_policy="explicit",
-             priority_groups=["A"], priority_policy="pinned_client")
-    consumer(js, stream_name, "plain", durable_name="plain")
+    js.create_consumer(stream_name, {
+        "durable_name": "p", "ack_policy": "explicit", "priority_groups": ["A"],
+        "priority_policy": "pinned_client"}, "p")
+    js.create_consumer(stream_name, {"durable_name": "plain"}, "plain")
     t = "consumer_unpin_response"
     cases = [
         ("p", b"", 400, 10025, "invalid JSON: unexpected end of JSON input"),
@@ -54,9 +48,10 @@ def test_js_consumer_unpin_errors(target: str, js: JsClient, stream_name: str) -
 def test_js_consumer_unpin_success_and_advisory(target: str, js: JsClient,
                                                 stream_name: str) -> None:
     setup(js, stream_name, 0)
-    consumer(js, stream_name, "p", durable_name="p", ack_policy="explicit",
-             priority_groups=["A", "B"], priority_policy="pinned_client")
-    ev = Events(js, f"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.{stream_name}.p")
+    js.create_consumer(stream_name, {
+        "durable_name": "p", "ack_policy": "explicit", "priority_groups": ["A", "B"],
+        "priority_policy": "pinned_client"}, "p")
+    ev = Sub(js, f"$JS.EVENT.ADVISORY.CONSUMER.UNPINNED.{stream_name}.p")
     out = js.api(f"CONSUMER.UNPIN.{stream_name}.p", b'{"group":"B","extra":1}')
     assert out == {"type": "io.nats.jetstream.api.v1.consumer_unpin_response"}
     subject, body = ev.event()
@@ -75,7 +70,7 @@ def reset(js: JsClient, stream: str, cname: str, body: Any = None) -> dict[str, 
 def test_js_consumer_reset_to_ack_floor_and_to_seq(target: str, js: JsClient,
                                                    stream_name: str) -> None:
     setup(js, stream_name)
-    created = consumer(js, stream_name, "d", durable_name="d", ack_policy="explicit")
+    created = js.create_consumer(stream_name, {"durable_name": "d", "ack_policy": "explicit"}, "d")
     got = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{stream_name}.d", {"batch": 3},
                until_status=False, count=3)
     js.request(got[0].reply or "", b"")
@@ -102,9 +97,9 @@ def test_js_consumer_reset_to_ack_floor_and_to_seq(target: str, js: JsClient,
 def test_js_consumer_reset_errors_and_policies(target: str, js: JsClient,
                                                stream_name: str) -> None:
     setup(js, stream_name)
-    consumer(js, stream_name, "bss", durable_name="bss", deliver_policy="by_start_sequence",
-             opt_start_seq=2)
-    consumer(js, stream_name, "new", durable_name="new", deliver_policy="new")
+    js.create_consumer(stream_name, {
+        "durable_name": "bss", "deliver_policy": "by_start_sequence", "opt_start_seq": 2}, "bss")
+    js.create_consumer(stream_name, {"durable_name": "new", "deliver_policy": "new"}, "new")
     t = "io.nats.jetstream.api.v1.consumer_reset_response"
 
     def err(code: int, err_code: int, text: str) -> dict[str, Any]:

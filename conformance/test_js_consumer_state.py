@@ -9,16 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conformance.helpers import SpawnFn
-from conformance.jshelpers import JsClient, unique_name, wait_for
-from conformance.test_js_consumer_pull import Inbox, ack_fields, pull
+from conformance.helpers import SpawnFn, restartable
+from conformance.jshelpers import JsClient, Sub, ack_fields, unique_name, wait_for
+from conformance.pullconsumer import pull
 
 S = 1_000_000_000
-
-
-def restartable(spawn: SpawnFn, tmp_path: Path) -> Any:
-    sd = str(tmp_path / "sd")
-    return lambda: spawn(args=["-js", "-sd", sd])
 
 
 def without_activity(info: dict[str, Any]) -> dict[str, Any]:
@@ -26,12 +21,6 @@ def without_activity(info: dict[str, Any]) -> dict[str, Any]:
     out.pop("ts", None)
     for k in ("delivered", "ack_floor"):
         out[k] = {kk: vv for kk, vv in out[k].items() if kk != "last_active"}
-    return out
-
-
-def consumer(js: JsClient, stream: str, cname: str, **config: Any) -> dict[str, Any]:
-    out = js.api(f"CONSUMER.CREATE.{stream}.{cname}", {"stream_name": stream, "config": config})
-    assert "error" not in out, out
     return out
 
 
@@ -44,7 +33,8 @@ def test_js_consumer_state_durable_pull_survives_restart(target: str, spawn: Spa
     js.create(name, subjects=[f"{name.lower()}.>"])
     for i in range(4):
         js.pub_ok(f"{name.lower()}.{i}", f"m{i}")
-    consumer(js, name, "d", durable_name="d", ack_policy="explicit", ack_wait=2 * S)
+    js.create_consumer(name, {
+        "durable_name": "d", "ack_policy": "explicit", "ack_wait": 2 * S}, "d")
     got = pull(js, f"$JS.API.CONSUMER.MSG.NEXT.{name}.d", {"batch": 3}, count=3)
     js.request(got[1].reply, b"+ACK")
     before = js.api(f"CONSUMER.INFO.{name}.d")
@@ -84,9 +74,11 @@ def test_js_consumer_state_ephemerals_and_mem_storage_after_restart(
     auto = js.api(f"CONSUMER.CREATE.{name}", {"stream_name": name, "config": {
         "ack_policy": "explicit", "inactive_threshold": 30 * S}})
     assert "name" not in auto["config"]
-    consumer(js, name, "pe", name="pe", deliver_subject=f"dl.{name}", inactive_threshold=2 * S)
-    consumer(js, name, "mem", durable_name="mem", mem_storage=True)
-    consumer(js, name, "dur", durable_name="dur", ack_policy="all", description="kept")
+    js.create_consumer(name, {
+        "name": "pe", "deliver_subject": f"dl.{name}", "inactive_threshold": 2 * S}, "pe")
+    js.create_consumer(name, {"durable_name": "mem", "mem_storage": True}, "mem")
+    js.create_consumer(name, {
+        "durable_name": "dur", "ack_policy": "all", "description": "kept"}, "dur")
     assert js.api(f"CONSUMER.NAMES.{name}")["total"] == 4
     js.close()
     srv.stop()
@@ -114,9 +106,9 @@ def test_js_consumer_state_deleted_consumer_stays_deleted(target: str, spawn: Sp
     js = JsClient.connect(srv)
     name = unique_name()
     js.create(name, subjects=[f"{name.lower()}.>"])
-    consumer(js, name, "a", durable_name="a")
-    consumer(js, name, "b", durable_name="b", deliver_policy="new")
-    consumer(js, name, "b", durable_name="b", deliver_policy="new", max_deliver=5)
+    js.create_consumer(name, {"durable_name": "a"}, "a")
+    js.create_consumer(name, {"durable_name": "b", "deliver_policy": "new"}, "b")
+    js.create_consumer(name, {"durable_name": "b", "deliver_policy": "new", "max_deliver": 5}, "b")
     assert js.api(f"CONSUMER.DELETE.{name}.a")["success"] is True
     js.pub_ok(f"{name.lower()}.x", "after create")
     js.close()
@@ -148,8 +140,9 @@ def test_js_consumer_state_last_per_subject_after_restart(target: str, spawn: Sp
         if i == 0:
             js.create(name, subjects=[f"{p}.>"])
         js.pub_ok(f"{p}.{subj}", f"m{i + 1}")
-    consumer(js, name, "d", durable_name="d", ack_policy="explicit",
-             deliver_policy="last_per_subject", filter_subject=f"{p}.>")
+    js.create_consumer(name, {
+        "durable_name": "d", "ack_policy": "explicit", "deliver_policy": "last_per_subject",
+        "filter_subject": f"{p}.>"}, "d")
     nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.d"
     assert js.api(f"CONSUMER.INFO.{name}.d")["num_pending"] == 3
     [m] = pull(js, nxt, {"batch": 1}, count=1)
@@ -180,9 +173,9 @@ def test_js_consumer_shutdown_ends_waiting_pulls(target: str, spawn: SpawnFn,
     js = JsClient.connect(srv)
     name = unique_name()
     js.create(name, subjects=[f"{name.lower()}.>"], storage="memory")
-    consumer(js, name, "d", durable_name="d", ack_policy="explicit")
+    js.create_consumer(name, {"durable_name": "d", "ack_policy": "explicit"}, "d")
     nxt = f"$JS.API.CONSUMER.MSG.NEXT.{name}.d"
-    inboxes = [Inbox(js), Inbox(js)]
+    inboxes = [Sub(js), Sub(js)]
     js.send(nxt, {"batch": 3, "expires": 60 * S}, reply=inboxes[0].subject)
     js.send(nxt, {"batch": 2, "max_bytes": 500, "expires": 60 * S}, reply=inboxes[1].subject)
     wait_for(lambda: js.api(f"CONSUMER.INFO.{name}.d")["num_waiting"] == 2)

@@ -11,23 +11,17 @@ from __future__ import annotations
 import base64
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn
+from conformance.helpers import SpawnFn, restartable
 from conformance.jshelpers import JsClient, unique_name, wait_for
+from conformance.pullconsumer import pull
 from conformance.servers import ServerProcess
-from conformance.test_js_consumer_pull import pull
 
 #: nats-server's file store flushes its write buffer a few milliseconds after a store; both
 #: servers have written everything long before this.
 SETTLE = 0.5
-
-
-def restartable(spawn: SpawnFn, tmp_path: Path) -> Any:
-    sd = str(tmp_path / "sd")
-    return lambda: spawn(args=["-js", "-sd", sd])
 
 
 def kill(srv: ServerProcess) -> None:

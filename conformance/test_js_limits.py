@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import urllib.request
 from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn
+from conformance.helpers import SpawnFn, get_json
 from conformance.jshelpers import (
     API_LEVEL,
     TYPE_PREFIX,
@@ -20,7 +19,7 @@ from conformance.jshelpers import (
     mem_bytes,
     wait_for,
 )
-from conformance.servers import LOCAL_TARGETS, command_for
+from conformance.servers import LOCAL_TARGETS, command_for, free_port
 
 NO_LIMITS = {
     "max_memory": -1, "max_storage": -1, "max_streams": -1, "max_consumers": -1,
@@ -28,17 +27,6 @@ NO_LIMITS = {
     "max_bytes_required": False,
 }
 FULL = {"code": 503, "err_code": 10023, "description": "insufficient resources"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _http(port: int, path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}", timeout=5) as resp:
-        return json.loads(resp.read())
 
 
 def _fill(js: JsClient, subject: str, payload: bytes, most: int) -> tuple[int, dict]:
@@ -95,7 +83,7 @@ def test_js_limits_reservations_and_usage(target: str, spawn: SpawnFn) -> None:
     """Reservations count ``max_bytes`` only: a full store still takes a new stream whose
     ``max_bytes`` fits the reservations, and a stream refused for its reservation leaves the
     others untouched. /varz and /jsz report usage and reservations."""
-    http = _free_port()
+    http = free_port()
     srv = spawn(args=["-m", str(http)], jetstream=True,
                 config="jetstream { max_memory_store: 4000, max_file_store: 1MB }")
     js = JsClient.connect(srv)
@@ -109,10 +97,10 @@ def test_js_limits_reservations_and_usage(target: str, spawn: SpawnFn) -> None:
         assert out["error"] == {"code": 500, "err_code": 10028,
                                 "description": "insufficient memory resources available"}
         assert js.state("M")["messages"] == acked
-        varz = _http(http, "varz")["jetstream"]
+        varz = get_json(http, "/varz")["jetstream"]
         assert varz["stats"]["memory"] == acked * mem_bytes("m", b"y" * 200)
         assert (varz["stats"]["reserved_memory"], varz["stats"]["reserved_storage"]) == (3000, 0)
-        jsz = _http(http, "jsz")
+        jsz = get_json(http, "/jsz")
         assert (jsz["memory"], jsz["reserved_memory"]) == (varz["stats"]["memory"], 3000)
     finally:
         js.close()
@@ -232,16 +220,16 @@ def test_js_limits_every_option_shows_in_varz_and_jsz(target: str, spawn: SpawnF
     """A server starts with the whole ``jetstream { }`` list; /varz and /jsz show the
     configured ``sync_interval``, ``domain``, ``unique_tag`` (lower-cased), no ``strict`` when
     it is off, and the ``limits`` (``max_duplicate_window`` in nanoseconds)."""
-    http = _free_port()
+    http = free_port()
     srv = spawn(args=["-m", str(http)], jetstream=True, config=ALL_OPTIONS)
-    varz = _http(http, "varz")["jetstream"]
+    varz = get_json(http, "/varz")["jetstream"]
     tail = {k: v for k, v in varz["config"].items()
             if k not in ("max_memory", "max_storage", "store_dir")}
     assert tail == {"sync_interval": 30_000_000_000, "domain": "edge", "unique_tag": "az"}
     limits = {"max_request_batch": 50, "max_ack_pending": 100, "max_ha_assets": 5,
               "max_duplicate_window": 60_000_000_000, "default_max_consumers": 1000}
     assert varz["limits"] == limits
-    jsz = _http(http, "jsz?config=true")
+    jsz = get_json(http, "/jsz?config=true")
     assert jsz["config"] == varz["config"]
     assert jsz["limits"] == limits
     assert srv.port > 0
@@ -250,9 +238,9 @@ def test_js_limits_every_option_shows_in_varz_and_jsz(target: str, spawn: SpawnF
 def test_js_limits_sync_always_and_defaults(target: str, spawn: SpawnFn) -> None:
     """``sync_interval: always`` shows ``sync_always`` with the default interval; without a
     ``limits`` block only ``default_max_consumers`` is reported; ``strict`` defaults on."""
-    http = _free_port()
+    http = free_port()
     spawn(args=["-m", str(http)], jetstream=True, config="jetstream { sync: always }")
-    varz = _http(http, "varz")["jetstream"]
+    varz = get_json(http, "/varz")["jetstream"]
     tail = {k: v for k, v in varz["config"].items()
             if k not in ("max_memory", "max_storage", "store_dir")}
     assert tail == {"sync_interval": 120_000_000_000, "sync_always": True, "strict": True}
@@ -261,11 +249,11 @@ def test_js_limits_sync_always_and_defaults(target: str, spawn: SpawnFn) -> None
 
 def test_js_limits_batch_limits_in_varz(target: str, spawn: SpawnFn) -> None:
     """``limits { batch { } }`` shows in /varz ``limits`` with nats-server's names."""
-    http = _free_port()
+    http = free_port()
     spawn(args=["-m", str(http)], jetstream=True, config="""
         jetstream { limits { batch {
           max_inflight_per_stream: 3, max_inflight_total: 7, max_msgs: 9, timeout: "4s" } } }""")
-    assert _http(http, "varz")["jetstream"]["limits"] == {
+    assert get_json(http, "/varz")["jetstream"]["limits"] == {
         "max_batch_inflight_per_stream": 3, "max_batch_inflight_total": 7,
         "max_batch_size": 9, "max_batch_timeout": 4_000_000_000, "default_max_consumers": 1000}
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
 from typing import Any
 
 import nats.errors
 import nats.js.errors
 import pytest
 
+from conformance.helpers import restartable
 from conformance.jshelpers import (
     TIMESTAMP,
     TYPE_PREFIX,
@@ -27,23 +27,17 @@ from conformance.jshelpers import (
     api_error,
     default_config,
     empty_state,
+    get_hash,
     header_block,
     parse_msg,
     unique_name,
     wait_for,
 )
-from conformance.test_js_consumer_pull import pull
+from conformance.pullconsumer import pull
+from conformance.streamcontent import get, hdrs, messages, origin_seqs, wait_messages
 
 #: Key order of ``StreamSourceInfo`` (``external``/``error``/``filter_subject``/
 #: ``subject_transforms`` only when set; ``seq`` for sources once something was sourced).
-_DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-def get_hash(text: str) -> str:
-    """nats-server's ``getHash`` (8 base-62 digits of SHA-256)."""
-    return "".join(_DIGITS[b % 62] for b in hashlib.sha256(text.encode()).digest()[:8])
-
-
 def identity(js: JsClient, stream: str) -> str:
     """A stream's identity as sources record it: the hash of its ``created`` timestamp."""
     return get_hash(js.info(stream)["created"])
@@ -61,35 +55,6 @@ def mirror_config(name: str, origin: dict[str, Any], **overrides: Any) -> dict[s
         if k == "num_replicas":
             out["mirror"] = origin
     return out
-
-
-def get(js: JsClient, stream: str, seq: int) -> dict[str, Any] | None:
-    """``message`` of STREAM.MSG.GET, None when there is none."""
-    out = js.msg_get(stream, {"seq": seq})
-    if "error" in out:
-        assert out["error"]["err_code"] == 10037, out
-        return None
-    return out["message"]
-
-
-def hdrs(message: dict[str, Any]) -> bytes:
-    return base64.b64decode(message.get("hdrs", ""))
-
-
-def messages(js: JsClient, stream: str) -> list[dict[str, Any]]:
-    """Every stored message, in sequence order."""
-    st = js.state(stream)
-    out = []
-    for seq in range(max(st["first_seq"], 1), st["last_seq"] + 1):
-        m = get(js, stream, seq)
-        if m is not None:
-            out.append(m)
-    return out
-
-
-def wait_messages(js: JsClient, stream: str, count: int, timeout: float = 10.0) -> dict[str, Any]:
-    """Poll until ``stream`` holds ``count`` messages; return its state."""
-    return wait_for(lambda: (st := js.state(stream))["messages"] == count and st, timeout)
 
 
 def source_header(js: JsClient, origin: str, seq: int, subject: str, filt: str = ">",
@@ -810,27 +775,13 @@ def test_source_into_discard_new_stream_waits(target: str, js: JsClient) -> None
 # ---------------------------------------------------------------------- restarts
 
 
-def _restartable(spawn: Any, tmp_path: Any) -> Any:
-    sd = str(tmp_path / "sd")
-    return lambda: spawn(args=["-js", "-sd", sd])
-
-
-def _origin_seqs(js: JsClient, stream: str) -> list[int]:
-    """Origin sequences named by each stored message's ``Nats-Stream-Source`` header."""
-    out = []
-    for m in messages(js, stream):
-        value = dict(line.split(": ", 1) for line in hdrs(m).decode().split("\r\n")[1:] if line)
-        out.append(int(value["Nats-Stream-Source"].split(" ")[1]))
-    return out
-
-
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_file_mirror_and_source_resume_after_restart(target: str, spawn: Any, tmp_path: Any,
                                                      how: str) -> None:
     """File-stored mirrors and sourcing streams keep their position across a restart (clean or
     killed): what the origin gets afterwards follows with no gap and no duplicate; the source
     reports its last sequence at once. Memory streams do not come back."""
-    start = _restartable(spawn, tmp_path)
+    start = restartable(spawn, tmp_path)
     srv = start()
     js = JsClient.connect(srv)
     origin, mirror, s, mem = unique_name(), unique_name(), unique_name(), unique_name()
@@ -859,7 +810,7 @@ def test_file_mirror_and_source_resume_after_restart(target: str, spawn: Any, tm
     st = wait_messages(js, mirror, 8)
     assert (st["first_seq"], st["last_seq"]) == (1, 8)
     wait_messages(js, s, 8)
-    assert _origin_seqs(js, s) == list(range(1, 9))
+    assert origin_seqs(js, s) == list(range(1, 9))
     assert [base64.b64decode(m["data"]) for m in messages(js, s)] == [b"%d" % i for i in range(8)]
     wait_for(lambda: js.info(s)["sources"][0].get("seq") == 8)
     js.close()

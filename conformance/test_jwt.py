@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,36 +14,11 @@ import nats
 import pytest
 
 from conformance.helpers import SpawnFn, connect_line, refused_start
-from conformance.natskeys import Keys, account_jwt, creds, operator_jwt, user_jwt
+from conformance.natskeys import Keys, OperatorSetup, account_jwt, creds, operator_jwt, user_jwt
 from conformance.rawclient import OK, PONG, RawClient, msg, pub
 from conformance.servers import Endpoint
 
 AUTH_VIOLATION = b"-ERR 'Authorization Violation'\r\n"
-
-
-@dataclass
-class Setup:
-    """An operator, its system account and account ``A`` (and more, as a case needs)."""
-
-    op: Keys = field(default_factory=lambda: Keys("operator"))
-    sys: Keys = field(default_factory=lambda: Keys("account"))
-    acc: Keys = field(default_factory=lambda: Keys("account"))
-    user: Keys = field(default_factory=lambda: Keys("user"))
-    accounts: dict[str, str] = field(default_factory=dict)
-    operator: str = ""
-
-    def __post_init__(self) -> None:
-        self.operator = operator_jwt(self.op, system_account=self.sys.public)
-        self.accounts[self.sys.public] = account_jwt(self.sys, self.op, name="SYS")
-        self.accounts[self.acc.public] = account_jwt(self.acc, self.op, name="A")
-
-    def config(self, extra: str = "", operator: str | None = None) -> str:
-        preload = "".join(f"  {k}: {v}\n" for k, v in self.accounts.items())
-        return (f"operator: {operator or self.operator}\nsystem_account: {self.sys.public}\n"
-                f"resolver: MEMORY\nresolver_preload: {{\n{preload}}}\n{extra}")
-
-    def user_jwt(self, **kw: Any) -> str:
-        return user_jwt(self.user, kw.pop("issuer", self.acc), **kw)
 
 
 def login(ep: Endpoint, jwt: str, signer: Keys | None, verbose: bool = True,
@@ -77,7 +51,7 @@ def test_operator_mode_info_and_login(target: str, spawn: SpawnFn, subject: str)
     """INFO asks for auth and carries a nonce; a user JWT with the signed nonce logs in to
     its account (``remote_account`` is the account's public key); the startup log shows the
     trusted operator."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     with login(ep, s.user_jwt(), s.user) as client:
         assert client.info["auth_required"] is True and len(client.info["nonce"]) == 15
@@ -93,14 +67,14 @@ def test_operator_mode_info_and_login(target: str, spawn: SpawnFn, subject: str)
 
 def test_system_account_user(target: str, spawn: SpawnFn) -> None:
     """A user of the system account: ``acc_is_sys`` in the INFO after CONNECT."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     client, info = logged_in(ep, user_jwt(s.user, s.sys), s.user)
     with client:
         assert info["remote_account"] == s.sys.public and info["acc_is_sys"] is True
 
 
-def _refusals(s: Setup) -> dict[str, tuple[str, Keys | None]]:
+def _refusals(s: OperatorSetup) -> dict[str, tuple[str, Keys | None]]:
     now = int(time.time())
     stranger = Keys("account")
     return {
@@ -119,13 +93,13 @@ def _refusals(s: Setup) -> dict[str, tuple[str, Keys | None]]:
     }
 
 
-@pytest.mark.parametrize("case", list(_refusals(Setup())))
+@pytest.mark.parametrize("case", list(_refusals(OperatorSetup())))
 def test_user_jwt_refusals(target: str, spawn: SpawnFn, case: str) -> None:
     """Expired or not yet valid JWTs, a nonce signed by another key or not at all, an
     account the resolver does not have, a JWT not signed by an account key, a tampered one,
     a connection type it does not allow: ``Authorization Violation``, logged as
     ``authentication error``."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     jwt, signer = _refusals(s)[case]
     with login(ep, jwt, signer) as client:
@@ -136,7 +110,7 @@ def test_user_jwt_refusals(target: str, spawn: SpawnFn, case: str) -> None:
 
 def test_expired_jwt_debug_line(target: str, spawn: SpawnFn) -> None:
     """With ``-D``, the reason: ``User JWT no longer valid: &{Issues:[claim is expired]}``."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config(), args=["-D"])
     with login(ep, s.user_jwt(exp=int(time.time()) - 5), s.user) as client:
         client.assert_closed(expect_data=AUTH_VIOLATION)
@@ -145,7 +119,7 @@ def test_expired_jwt_debug_line(target: str, spawn: SpawnFn) -> None:
 
 def test_bearer_token(target: str, spawn: SpawnFn) -> None:
     """A ``bearer_token`` user needs no signature, unless its account disallows bearers."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     client, info = logged_in(ep, s.user_jwt(bearer=True), None)
     client.close()
@@ -160,7 +134,7 @@ def test_bearer_token(target: str, spawn: SpawnFn) -> None:
 def test_user_permissions_from_jwt(target: str, spawn: SpawnFn, subject: str) -> None:
     """The JWT's ``pub``/``sub`` allow and deny lists apply; violations are logged with the
     account's key and name and the user's key (``"A.../A/jwt:U..."``)."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     jwt = s.user_jwt(pub={"allow": [f"{subject}.ok"]}, sub={"deny": [f"{subject}.no"]})
     client, _ = logged_in(ep, jwt, s.user)
@@ -177,7 +151,7 @@ def test_user_permissions_from_jwt(target: str, spawn: SpawnFn, subject: str) ->
 
 def test_account_default_permissions(target: str, spawn: SpawnFn, subject: str) -> None:
     """A user without permissions of its own gets the account's ``default_permissions``."""
-    s = Setup()
+    s = OperatorSetup()
     s.accounts[s.acc.public] = account_jwt(s.acc, s.op, name="A", default_permissions={
         "pub": {"deny": [f"{subject}.no"]}, "sub": {}})
     ep = spawn(config=s.config())
@@ -192,7 +166,7 @@ def test_signing_keys(target: str, spawn: SpawnFn, subject: str) -> None:
     """An operator signing key may sign accounts; an account signing key may sign users
     (``issuer_account`` names the account); a scoped signing key's template gives the user
     its permissions, and a user it signs may set none of its own."""
-    s = Setup()
+    s = OperatorSetup()
     op_sk, acc_sk, scoped = Keys("operator"), Keys("account"), Keys("account")
     s.operator = operator_jwt(s.op, signing_keys=[op_sk.public], system_account=s.sys.public)
     s.accounts[s.acc.public] = account_jwt(s.acc, op_sk, name="A", signing_keys=[
@@ -218,7 +192,7 @@ def test_signing_keys(target: str, spawn: SpawnFn, subject: str) -> None:
 
 def test_account_connection_limits(target: str, spawn: SpawnFn, subject: str) -> None:
     """The account's ``conn``, ``subs`` and ``payload`` limits."""
-    s = Setup()
+    s = OperatorSetup()
     s.accounts[s.acc.public] = account_jwt(s.acc, s.op, name="A",
                                            limits={"conn": 1, "subs": 1, "payload": 100})
     ep = spawn(config=s.config())
@@ -234,7 +208,7 @@ def test_account_connection_limits(target: str, spawn: SpawnFn, subject: str) ->
 
 def test_user_limits(target: str, spawn: SpawnFn, subject: str) -> None:
     """A user's own ``subs`` and ``payload`` limits, below its account's."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     client, info = logged_in(ep, s.user_jwt(limits={"subs": 1, "payload": 64}), s.user)
     with client:
@@ -245,7 +219,7 @@ def test_user_limits(target: str, spawn: SpawnFn, subject: str) -> None:
 
 def test_exports_and_imports(target: str, spawn: SpawnFn, subject: str) -> None:
     """A stream and a service exported by one account JWT, imported by another's."""
-    s = Setup()
+    s = OperatorSetup()
     b, ub = Keys("account"), Keys("user")
     s.accounts[s.acc.public] = account_jwt(s.acc, s.op, name="A", exports=[
         {"name": "s", "subject": f"{subject}.stream.>", "type": "stream"},
@@ -277,7 +251,7 @@ def test_exports_and_imports(target: str, spawn: SpawnFn, subject: str) -> None:
 def test_jetstream_limits_from_account_jwt(target: str, spawn: SpawnFn) -> None:
     """An account JWT's JetStream limits enable JetStream for it, with those limits;
     an account without them has none (``$JS.API.INFO``: 503/10039)."""
-    s = Setup()
+    s = OperatorSetup()
     b, ub = Keys("account"), Keys("user")
     s.accounts[s.acc.public] = account_jwt(s.acc, s.op, name="A", limits={
         "mem_storage": 1048576, "disk_storage": 2097152, "streams": 3, "consumer": 4})
@@ -301,7 +275,7 @@ def test_jetstream_limits_from_account_jwt(target: str, spawn: SpawnFn) -> None:
 async def test_natspy_creds_file(target: str, spawn: SpawnFn, subject: str,
                                  tmp_path: Path) -> None:
     """nats-py logs in with a ``.creds`` file (``user_credentials``) as nsc writes it."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     path = tmp_path / "user.creds"
     path.write_text(creds(s.user_jwt(), s.user.seed))
@@ -318,14 +292,14 @@ async def test_natspy_creds_file(target: str, spawn: SpawnFn, subject: str,
 def test_user_jwt_expires_while_connected(target: str, spawn: SpawnFn) -> None:
     """When a connected user's JWT expires: ``-ERR 'User Authentication Expired'`` and
     close."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     client, _ = logged_in(ep, s.user_jwt(exp=int(time.time()) + 2), s.user)
     with client:
         client.assert_closed(timeout=6, expect_data=b"-ERR 'User Authentication Expired'\r\n")
 
 
-def claims_update(ep: Endpoint, s: Setup, account: str, body: str,
+def claims_update(ep: Endpoint, s: OperatorSetup, account: str, body: str,
                   old_subject: bool = False) -> dict[str, Any]:
     """Send an account JWT to the system account's claims-update subject; the reply."""
     user = Keys("user")  # a user of the account logs in first: it is in use then
@@ -346,7 +320,7 @@ def test_claims_update_revokes_live_user(target: str, spawn: SpawnFn) -> None:
     """A newer account JWT revoking a user: the connected user gets ``-ERR 'User
     Authentication Revoked'`` and is closed; the user cannot log in again; the reply says
     ``jwt updated``."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     victim, _ = logged_in(ep, s.user_jwt(), s.user)
     with victim:
@@ -362,7 +336,7 @@ def test_claims_update_revokes_live_user(target: str, spawn: SpawnFn) -> None:
 def test_claims_update_older_subject_and_limits(target: str, spawn: SpawnFn) -> None:
     """``$SYS.ACCOUNT.<key>.CLAIMS.UPDATE`` works too; a lower connection limit closes the
     newest clients above it."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     first, _ = logged_in(ep, s.user_jwt(), s.user)
     second, _ = logged_in(ep, s.user_jwt(), s.user)
@@ -377,7 +351,7 @@ def test_claims_update_older_subject_and_limits(target: str, spawn: SpawnFn) -> 
 
 def test_claims_update_errors(target: str, spawn: SpawnFn) -> None:
     """The memory resolver's refusals, as nats-server words them."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config())
     acc = s.acc.public
     unknown = Keys("account")
@@ -399,7 +373,7 @@ def test_claims_update_errors(target: str, spawn: SpawnFn) -> None:
 def test_claims_update_of_account_not_in_use(target: str, spawn: SpawnFn) -> None:
     """A preloaded account no client has used yet is not loaded: its update is skipped and
     its preloaded JWT stays in force."""
-    s = Setup()
+    s = OperatorSetup()
     b, ub = Keys("account"), Keys("user")
     s.accounts[b.public] = account_jwt(b, s.op, name="B")
     ep = spawn(config=s.config())
@@ -413,7 +387,7 @@ def test_claims_update_of_account_not_in_use(target: str, spawn: SpawnFn) -> Non
 
 def test_operator_from_file(target: str, spawn: SpawnFn, tmp_path: Path) -> None:
     """``operator`` may name a file holding the JWT."""
-    s = Setup()
+    s = OperatorSetup()
     ep = spawn(config=s.config(operator="op.jwt"), files={"op.jwt": s.operator + "\n"})
     client, info = logged_in(ep, s.user_jwt(), s.user)
     client.close()
@@ -424,7 +398,7 @@ def test_operator_from_file(target: str, spawn: SpawnFn, tmp_path: Path) -> None
                                   "bad-preload", "no-auth-user", "missing-file"])
 def test_operator_config_errors(target: str, tmp_path: Path, case: str) -> None:
     """nats-server's refusals of an operator-mode config, word for word."""
-    s = Setup()
+    s = OperatorSetup()
     text, error = {
         "accounts": (s.config("accounts { X: {} }\n"),
                      "operators do not allow Accounts to be configured directly"),

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import SpawnFn, refused_start
+from conformance.helpers import SpawnFn, get_json, refused_start
 from conformance.jshelpers import TIMESTAMP, JsClient
 from conformance.rawclient import RawClient
-from conformance.test_cli import free_port, get_json
+from conformance.servers import free_port
 
 JSZ_KEYS = ["memory", "storage", "reserved_memory", "reserved_storage", "accounts", "ha_assets",
             "api", "server_id", "now", "config", "limits", "streams", "consumers", "messages",

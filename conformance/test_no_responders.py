@@ -5,9 +5,8 @@ from typing import Any
 
 import pytest
 
-from conformance.helpers import RawFactory, ready
+from conformance.helpers import RawFactory, ready, subscribe
 from conformance.rawclient import msg, pub
-from conformance.test_pubsub import subscribe
 
 
 def no_responders(reply: str, sid: int | str, subject: str) -> bytes:

@@ -12,10 +12,9 @@ import json
 
 import pytest
 
-from conformance.helpers import RawFactory, SpawnFn, connect_line, ready
+from conformance.helpers import RawFactory, SpawnFn, connect_line, ready, subscribe
 from conformance.jshelpers import JsClient
 from conformance.rawclient import OK, PING, PONG, RawClient, hmsg, msg, pub
-from conformance.test_pubsub import subscribe
 
 UNKNOWN_OP = b"-ERR 'Unknown Protocol Operation'\r\n"
 MAX_CONTROL_LINE = b"-ERR 'maximum control line exceeded'\r\n"

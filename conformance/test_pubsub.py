@@ -1,15 +1,8 @@
 """PUB/SUB/UNSUB, MSG framing, fan-out, echo and ordering."""
 from __future__ import annotations
 
-from conformance.helpers import RawFactory, ready
-from conformance.rawclient import OK, RawClient, msg, pub, split_frames
-
-
-def subscribe(client: RawClient, subject: str, sid: int | str, queue: str | None = None) -> None:
-    """SUB and wait (PING/PONG) until the server has registered it."""
-    q = f" {queue}" if queue else ""
-    client.send(f"SUB {subject}{q} {sid}\r\n".encode())
-    assert client.barrier() == b""
+from conformance.helpers import RawFactory, ready, subscribe
+from conformance.rawclient import OK, msg, pub, split_frames
 
 
 def test_pub_sub_exact_bytes(target: str, raw: RawFactory, subject: str) -> None:

@@ -1,9 +1,8 @@
 """Queue groups."""
 from __future__ import annotations
 
-from conformance.helpers import RawFactory, ready
+from conformance.helpers import RawFactory, ready, subscribe
 from conformance.rawclient import pub, split_frames
-from conformance.test_pubsub import subscribe
 
 N = 100
 

@@ -18,15 +18,10 @@ from typing import Any
 
 import pytest
 
-from conformance.jshelpers import JsClient, unique_name, wait_for
-from conformance.test_js_consumer_pull import pull
-from conformance.test_js_mirror_sources import (
-    _origin_seqs,
-    _restartable,
-    get_hash,
-    messages,
-    wait_messages,
-)
+from conformance.helpers import restartable
+from conformance.jshelpers import JsClient, get_hash, unique_name, wait_for
+from conformance.pullconsumer import pull
+from conformance.streamcontent import messages, origin_seqs, wait_messages
 
 #: Origins drain after the followers' flow-control acks (about once a second on nats-server).
 DRAIN = 15.0
@@ -93,7 +88,7 @@ def test_retention_origin_shows_durable_sourcing_consumers(target: str, js: JsCl
     wait_messages(js, mirror, before + 4)
     wait_messages(js, s, before + 4)
     assert [m["seq"] for m in messages(js, mirror)] == list(range(1, before + 5))
-    assert _origin_seqs(js, s) == list(range(1, before + 5))
+    assert origin_seqs(js, s) == list(range(1, before + 5))
     drained(js, origin, before + 4)
     assert js.state(origin)["consumer_count"] == 2
 
@@ -250,7 +245,7 @@ def test_file_retention_followers_resume_after_restart(target: str, spawn: Any, 
     """File-stored work-queue origin, mirror and source across a restart (clean or killed):
     the origin consumers come back, what was published before and after is in the followers
     once, in order, and the origin drains."""
-    start = _restartable(spawn, tmp_path)
+    start = restartable(spawn, tmp_path)
     srv = start()
     js = JsClient.connect(srv)
     origin, mirror, s = unique_name(), unique_name(), unique_name()
@@ -285,7 +280,7 @@ def test_file_retention_followers_resume_after_restart(target: str, spawn: Any, 
     st = wait_messages(js, mirror, 10, timeout=RESUME)
     assert (st["first_seq"], st["last_seq"]) == (1, 10)
     wait_messages(js, s, 10, timeout=RESUME)
-    assert _origin_seqs(js, s) == list(range(1, 11))
+    assert origin_seqs(js, s) == list(range(1, 11))
     assert [base64.b64decode(m["data"]) for m in messages(js, s)] == [b"%d" % i for i in range(10)]
     drained(js, origin, 10)
     assert sorted(consumer_names(js, origin)) == names

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.helpers import RawFactory, ready
+from conformance.helpers import RawFactory, ready, subscribe
 from conformance.rawclient import OK, msg, pub, split_frames
-from conformance.test_pubsub import subscribe
 
 
 def test_star_matches_exactly_one_token(target: str, raw: RawFactory, subject: str) -> None:

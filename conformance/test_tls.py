@@ -10,7 +10,6 @@ import json
 import socket
 import ssl
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +17,14 @@ import nats
 import pytest
 
 from conformance.certs import Certs, certs  # noqa: F401  (the session fixture)
-from conformance.helpers import SpawnFn, refused_start
+from conformance.helpers import SpawnFn, get_json, log_lines, refused_start
 from conformance.rawclient import parse_info
-from conformance.servers import ServerProcess
+from conformance.servers import ServerProcess, free_port
 
 TLS_VERSIONS = {"1.2", "1.3"}
 #: Go's names of the TLS 1.3 suites (the suite a client and server agree on may differ).
 TLS13_SUITES = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
                 "TLS_CHACHA20_POLY1305_SHA256"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get_json(port: int, path: str) -> Any:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-        return json.loads(resp.read())
 
 
 def read_info(sock: socket.socket) -> dict[str, Any]:
@@ -86,15 +74,6 @@ def closed_without_data(sock: socket.socket, timeout: float = 5.0) -> bytes:
             data += chunk
     except (ConnectionResetError, ssl.SSLError):
         return data
-
-
-def log_lines(srv: ServerProcess, needle: str, timeout: float = 6.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [ln for ln in srv.log.splitlines() if needle in ln]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------------- INFO

@@ -17,9 +17,9 @@ import nats
 import pytest
 
 from conformance.certs import Certs, certs  # noqa: F401  (the session fixture)
-from conformance.helpers import SpawnFn, refused_start
-from conformance.servers import ServerProcess
-from conformance.test_tls import free_port, get_json, log_lines
+from conformance.helpers import SpawnFn, get_json, log_lines, refused_start
+from conformance.natskeys import OperatorSetup
+from conformance.servers import ServerProcess, free_port
 from conformance.wsclient import WsClient, masked_frame
 
 WS = "websocket {\n  host: 127.0.0.1\n  port: -1\n  no_tls: true\n  %s\n}\n"
@@ -319,9 +319,8 @@ def test_jwt_cookie_in_operator_mode(target: str, spawn: SpawnFn) -> None:
     """In operator mode, ``jwt_cookie`` names the cookie whose value is the user JWT when
     CONNECT carries none: a bearer user JWT in the cookie logs the websocket client in; no
     cookie and no JWT is an Authorization Violation."""
-    from conformance.test_jwt import Setup
 
-    s = Setup()
+    s = OperatorSetup()
     ws_block = ("websocket {\n  host: 127.0.0.1\n  port: -1\n  no_tls: true\n"
                 "  jwt_cookie: natsjwt\n}\n")
     srv = spawn(config=s.config(ws_block))

@@ -15,7 +15,7 @@ import nats.errors
 import pytest
 from nats.js.api import ConsumerConfig
 
-from test_js_crash import MinijsProcess
+from minijs_process import MinijsProcess
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 

@@ -271,16 +271,26 @@ def test_validation_texts(body, code, text):
 
 
 def test_validation_accepts_boundaries():
-    create(b'{"name":"V1","max_age":100000000}')
-    create(b'{"name":"' + b"N" * 255 + b'"}')
-    create(b'{"name":"D","description":"' + b"d" * 4096 + b'"}')
-    create(b'{"name":"D1","metadata":{"k":"' + b"m" * (128 * 1024 - 17) + b'"}}')
+    """Values at their limits are accepted and kept as given (nats-server's checks are
+    inclusive at each of these limits)."""
+    assert create(b'{"name":"V1","max_age":100000000}').max_age == 100_000_000
+    assert create(b'{"name":"' + b"N" * 255 + b'"}').name == "N" * 255
+    assert create(b'{"name":"D","description":"' + b"d" * 4096 + b'"}').description == "d" * 4096
+    big = create(b'{"name":"D1","metadata":{"k":"' + b"m" * (128 * 1024 - 17) + b'"}}')
+    assert big.metadata["k"] == "m" * (128 * 1024 - 17)
     # echoed dynamic keys are dropped before the size check counts the metadata
-    create(b'{"name":"D5","metadata":{"k":"' + b"m" * (128 * 1024 - 22) + b'","_nats.ver":"12345"}}')
-    create(b'{"name":"R8","subjects":["r8"],"max_age":110000000000,"duplicate_window":110000000000}')
-    create(b'{"name":"S","subjects":["a.b","a.c","b.>"]}')
-    create(b'{"name":"S","subject_transform":{"src":"a.*.*","dest":"x.{{wildcard(2)}}.$1.{{partition(3,1,2)}}"}}')
-    create(b'{"name":"S","subject_transform":{"src":"a","dest":"x.{{random(5)}}.{{partition(2)}}"}}')
+    echoed = create(b'{"name":"D5","metadata":{"k":"' + b"m" * (128 * 1024 - 22)
+                    + b'","_nats.ver":"12345"}}')
+    assert echoed.metadata["k"] == "m" * (128 * 1024 - 22) and "_nats.ver" not in echoed.metadata
+    r8 = create(b'{"name":"R8","subjects":["r8"],"max_age":110000000000,'
+                b'"duplicate_window":110000000000}')
+    assert (r8.max_age, r8.duplicate_window) == (110_000_000_000, 110_000_000_000)
+    assert create(b'{"name":"S","subjects":["a.b","a.c","b.>"]}').subjects == ["a.b", "a.c", "b.>"]
+    dest = "x.{{wildcard(2)}}.$1.{{partition(3,1,2)}}"
+    tr = create(b'{"name":"S","subject_transform":{"src":"a.*.*","dest":"' + dest.encode() + b'"}}')
+    assert tr.subject_transform == {"src": "a.*.*", "dest": dest}
+    tr = create(b'{"name":"S","subject_transform":{"src":"a","dest":"x.{{random(5)}}.{{partition(2)}}"}}')
+    assert tr.subject_transform == {"src": "a", "dest": "x.{{random(5)}}.{{partition(2)}}"}
 
 
 def test_external_sources_are_accepted():

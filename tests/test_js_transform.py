@@ -223,7 +223,16 @@ def test_invalid_mappings_raise(src: str, dest: str, error: str) -> None:
     ],
 )
 def test_valid_mappings(src: str, dest: str) -> None:
-    SubjectTransform(src, dest)
+    """A valid mapping maps every subject its source matches, to a subject without empty
+    tokens and, unless a split function adds tokens, with as many tokens as the destination
+    has (each other function or ``$n`` makes one)."""
+    tr = SubjectTransform(src, dest)
+    subject = ".".join(f"t{i}" if tok == "*" else tok for i, tok in enumerate(src.split(".")))
+    out = tr.apply(subject)
+    assert isinstance(out, str), (subject, out)
+    assert all(out.split(".")), out
+    if "split" not in dest:
+        assert len(out.split(".")) == len(dest.split(".")), out
 
 
 def test_combined_functions() -> None:

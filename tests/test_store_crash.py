@@ -13,17 +13,23 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from minijs.jetstream.store import LmdbStore
+from store_crash_content import content, expected_gone
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
 
+#: Where store_crash_content.py is, for the writer process.
+TESTS_DIR = Path(__file__).parent
+
 WRITER = r'''
 import sys
+sys.path.insert(0, sys.argv[2])  # the tests directory: store_crash_content
 from minijs.jetstream.store import LmdbStore
-from test_store_crash_shared import content, removed_by
+from store_crash_content import content, removed_by
 
 store = LmdbStore(sys.argv[1])  # sync=True: fsync on every commit
 batch = 0
@@ -41,27 +47,10 @@ while True:
     print(store.last_seq, flush=True)
 '''
 
-SHARED = r'''
-def content(seq):
-    subject = f"crash.{seq % 5}"
-    hdr = f"NATS/1.0\r\nX-Seq: {seq}\r\n\r\n".encode() if seq % 3 == 0 else None
-    data = (f"payload-{seq}-" * (seq % 13 + 1)).encode()
-    return subject, hdr, data
-
-
-def removed_by(seq):
-    """Storing seq removes seq - 3 when seq is a multiple of 11."""
-    return seq - 3 if seq % 11 == 0 else 0
-'''
-
-
-def _expected_gone(upto: int) -> set[int]:
-    return {m - 3 for m in range(11, upto + 1, 11)}
-
 
 def _run_writer(tmp_path, store_dir, min_reports: int) -> list[int]:
     proc = subprocess.Popen(
-        [sys.executable, str(tmp_path / "writer.py"), str(store_dir)],
+        [sys.executable, str(tmp_path / "writer.py"), str(store_dir), str(TESTS_DIR)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, text=True,
     )
     reported: list[int] = []
@@ -87,13 +76,7 @@ def _run_writer(tmp_path, store_dir, min_reports: int) -> list[int]:
 
 
 def test_sigkill_keeps_flushed_messages(tmp_path):
-    import importlib.util
-
     (tmp_path / "writer.py").write_text(WRITER)
-    (tmp_path / "test_store_crash_shared.py").write_text(SHARED)
-    spec = importlib.util.spec_from_file_location("shared", tmp_path / "test_store_crash_shared.py")
-    shared = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(shared)  # type: ignore[union-attr]
 
     store_dir = tmp_path / "jetstream" / "$G" / "streams" / "CRASH"
     previous = 0
@@ -106,20 +89,20 @@ def test_sigkill_keeps_flushed_messages(tmp_path):
         try:
             assert store.last_seq >= flushed
             assert int(store.get_meta("last")) >= flushed
-            gone = _expected_gone(store.last_seq)
+            gone = expected_gone(store.last_seq)
             for seq in range(1, store.last_seq + 1):
                 m = store.load(seq)
                 if seq in gone:
                     assert m is None, seq
                     continue
                 assert m is not None, f"flushed seq {seq} lost (reported up to {flushed})"
-                subject, hdr, data = shared.content(seq)
+                subject, hdr, data = content(seq)
                 assert (m.subject, m.hdr, m.data, m.ts) == (subject, hdr, data, seq * 1000)
             st = store.state(deleted_details=True)
             assert st.msgs == store.last_seq - len([g for g in gone if g >= 1])
             assert st.first_seq == 1 and st.deleted == sorted(g for g in gone if g >= 1)
             assert st.bytes == sum(
-                store.msg_size(*shared.content(s)) for s in range(1, store.last_seq + 1)
+                store.msg_size(*content(s)) for s in range(1, store.last_seq + 1)
                 if s not in gone
             )
             previous = store.last_seq
