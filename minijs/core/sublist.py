@@ -11,7 +11,7 @@ wildcards lie below; see :meth:`Sublist.match`). Every insert and remove forgets
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from minijs.core.subjects import subject_matches
 
@@ -32,7 +32,10 @@ class Subscription:
         self.queue = queue
         self.sid = sid
         self.conn = conn  # the client connection that owns it, or None for internal
-        self.callback = callback  # internal: callback(sub, subject, reply, header, payload, origin)
+        # internal: callback(sub, subject, reply, header, payload, origin). None only for a
+        # client's subscription (conn set), whose callback nobody calls: the readers test
+        # ``conn is None`` first, on the hot path, so the attribute is typed as always set.
+        self.callback = cast("Callable[..., None]", callback)
         self.max = 0  # auto-unsubscribe after this many deliveries (0 = never)
         self.delivered = 0
         self.closed = False
