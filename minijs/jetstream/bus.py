@@ -59,3 +59,15 @@ class MessageBus(Protocol):
         """Call ``callback()`` soon whenever a subscription on exactly ``subject`` comes or goes."""
 
     def unwatch_interest(self, handle: Any) -> None: ...
+
+
+class AccountMessageBus(MessageBus, Protocol):
+    """An account's view of the bus (:class:`~minijs.core.accountbus.AccountBus`): what
+    reaches across accounts (external mirrors and sources)."""
+
+    def resolve_service(self, subject: bytes) -> tuple[str, bytes] | None:
+        """The account and subject a request on ``subject`` reaches through a service
+        import, or None."""
+
+    def receives_stream(self, exporter: str, subject: bytes) -> bool:
+        """Does a message published on ``subject`` in ``exporter`` reach this account?"""
