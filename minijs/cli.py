@@ -591,7 +591,7 @@ async def _serve(config: Any, logger: Any, clock: str = "wall",
         logger.info('Trapped "user defined signal 1" signal')
         server.reopen_log_file()
 
-    installed: list[int] = []
+    installed: list[signal.Signals] = []
     for signum, handler, args in ((signal.SIGTERM, on_signal, ("terminated",)),
                                   (signal.SIGINT, on_signal, ("interrupt",)),
                                   (signal.SIGUSR2, on_lame_duck_signal, ()),

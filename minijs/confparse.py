@@ -914,6 +914,7 @@ class _Mapper:
         name = c.get("no_auth_user")
         if name:
             e = self.no_auth_entry
+            assert e is not None  # set together with changes["no_auth_user"]
             if not users:
                 raise self.fail(e, f'no_auth_user: "{name}" present, but users/nkeys are '
                                    "not defined")
@@ -922,6 +923,7 @@ class _Mapper:
                                    "authorization block or account configuration")
         system = c.get("system_account")
         if system and system != "$SYS" and system not in accounts:
+            assert self.system_entry is not None  # set together with changes["system_account"]
             raise self.fail(self.system_entry, "system account not a valid account")
         enabled = []
         for account, e in self.account_js_entries:

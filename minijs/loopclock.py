@@ -160,7 +160,7 @@ class LoopClock(VirtualClock):
         base, clock = self._base, self
         loop.time = lambda: base + clock._now / _NS  # type: ignore[method-assign]
         self._select = selector.select
-        selector.select = self._select_or_jump  # type: ignore[method-assign]
+        selector.select = self._select_or_jump
         run_in_executor = loop.run_in_executor
 
         def tracked(executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future:
@@ -169,7 +169,8 @@ class LoopClock(VirtualClock):
             future.add_done_callback(clock._executor_jobs.discard)
             return future
 
-        loop.run_in_executor = tracked  # type: ignore[method-assign]
+        # (typeshed's run_in_executor is generic over func's arguments; tracked passes them on)
+        loop.run_in_executor = tracked  # type: ignore[assignment]
         setattr(loop, _CLOCK_ATTR, self)
         _patch_monotonic()
 

@@ -784,7 +784,7 @@ class Monitor:
         detail.update({
             "expired": False,
             "complete": True,
-            "jetstream_enabled": jetstream and acc in group.engines,
+            "jetstream_enabled": group is not None and acc in group.engines,
             "leafnode_connections": 0,
             "client_connections": 0 if system else sum(
                 1 for c in server.connections.values()

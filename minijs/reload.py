@@ -244,7 +244,7 @@ def _check_js_limits(server: Any, old_config: Any, new_config: Any) -> str | Non
 
 def _apply_js_limits(server: Any, old: Any, new: Any) -> list[str]:
     group = server.jetstream_group
-    out = []
+    out: list[str] = []
     if group is None:
         return out
     engines = list(group.engines.values()) + [group]

@@ -19,13 +19,13 @@ import os
 import socket
 import sys
 import threading
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Protocol, TypeVar, overload
 
 from typing import TYPE_CHECKING
 
 from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
-from minijs.core.router import Router
+from minijs.core.router import OperatorMode, Router
 from minijs.log import Logger
 from minijs.randomness import RandomSource, server_source
 
@@ -121,7 +121,7 @@ class Server(Router):
             from minijs.loopclock import loop_clock_for
 
             clock, self._loop_clock = loop_clock_for(clock)
-        operator_mode = None
+        operator_mode: OperatorMode | None = None
         if (overrides.get("operator") if "operator" in overrides
                 else config is not None and config.operator):
             from minijs.operatormode import OPERATOR_MODE as operator_mode
@@ -303,6 +303,7 @@ class Server(Router):
 
         transport = self.route_transport
         options = self.config.route_options
+        assert options is not None  # (the route transport exists for route_options only)
         try:
             check_options(options)
             await transport.bind()
@@ -401,7 +402,8 @@ class Server(Router):
             fields = self.info_fields(conn, connect_info=True)
             for key in ("connect_info", "remote_account"):
                 fields.pop(key, None)
-            tail = {key: fields.pop(key) for key in ("api_lvl", "xkey") if key in fields}
+            tail: dict[str, Any] = {key: fields.pop(key) for key in ("api_lvl", "xkey")
+                                    if key in fields}
             fields.update(extra)
             fields.update(tail)
             out.append((conn, wire.info(fields)))
@@ -470,6 +472,7 @@ class Server(Router):
         except ImportError as exc:
             raise StartupError(f"websocket {{ }} needs the wsproto package ({exc.name} is "
                                "missing): pip install 'minijs[websocket]'") from None
+        assert self.config.websocket is not None  # (called for a websocket { } block only)
         listener = WebsocketListener(self, self.config.websocket)
         try:
             await listener.start()
@@ -627,7 +630,9 @@ class Server(Router):
         if jsc is not None:
             self.jetstream_cluster = None
             jsc.stop(crash=crash)
-        engines = list(self.jetstream_group.engines.values())
+        group = self.jetstream_group
+        assert group is not None  # (set with the account APIs)
+        engines = list(group.engines.values())
         if not crash:
             for engine in engines:
                 engine.signal_shutdown()
@@ -836,6 +841,7 @@ def _check_account_jetstream_limits(config: ServerConfig) -> None:
 def _log_tls(log: Logger, config: ServerConfig) -> None:
     """nats-server's lines about TLS for client connections."""
     tls = config.tls
+    assert tls is not None  # (called for a tls { } block only)
     first_only = tls.handshake_first and not tls.fallback_delay
     if config.allow_non_tls and not first_only:
         log.info("TLS available for client connections")
@@ -869,6 +875,8 @@ def _listen_hosts(host: str) -> list[str]:
         if family == socket.AF_INET6 and not ipv6:
             continue
         ip = addr[0]
+        if not isinstance(ip, str):  # (an IP family's address is a str)
+            continue
         entry = f"[{ip}]" if family == socket.AF_INET6 else ip
         if entry not in found and not ip.startswith("127."):
             found.append(entry)
@@ -981,7 +989,13 @@ class ServerThread:
             raise RuntimeError("start() the ServerThread first")
         return self.server
 
-    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    @overload
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T: ...
+
+    @overload
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` on the server's loop and return its result (a coroutine
         function is awaited there)."""
         server = self._server()
@@ -1075,7 +1089,7 @@ class ServerThread:
         cluster = self._server()
         if not hasattr(cluster, "nodes"):
             raise AttributeError("a single server has no nodes; start it with cluster_size=3")
-        return [ThreadNode(self, node.name) for node in cluster.nodes]  # type: ignore[attr-defined]
+        return [ThreadNode(self, node.name) for node in cluster.nodes]
 
     def node(self, name: str) -> "ThreadNode":
         self.call(self._server().node, name)  # type: ignore[attr-defined]

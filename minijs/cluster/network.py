@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from minijs.randomness import RandomSource
 
 #: A receiver: ``receive(sender_name, message)``.
 Receiver = Callable[[str, Any], None]
@@ -54,7 +57,7 @@ class NetworkError(ValueError):
 class Network:
     """Links between named nodes, on one event loop and one clock."""
 
-    def __init__(self, clock: Any, rng: random.Random | None = None) -> None:
+    def __init__(self, clock: Any, rng: RandomSource | random.Random | None = None) -> None:
         self.clock = clock
         self.rng = rng or random.Random(0)
         #: Every node ever registered, attached or not (names are fixed for a cluster).

@@ -36,7 +36,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from minijs.randomness import RandomSource
 
 FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
 
@@ -101,7 +104,7 @@ class RaftNode:
     """One member of one Raft group."""
 
     def __init__(self, group: str, me: str, disk: RaftDisk, *, send: Callable[[str, tuple], Any],
-                 clock: Any, rng: random.Random, fsm: StateMachine,
+                 clock: Any, rng: RandomSource | random.Random, fsm: StateMachine,
                  reachable: Callable[[str], bool], log: Any = None) -> None:
         self.group = group
         self.me = me

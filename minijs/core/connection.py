@@ -18,7 +18,7 @@ once, at that moment, before its subscriptions go and before the last output is 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from minijs.clock import REAL_CLOCK
 from minijs.config import GLOBAL_ACCOUNT
@@ -69,6 +69,29 @@ class ConnectionOwner(Protocol):
     randomness: Any
     #: Accounts' ``limits { }`` (an AccountConnLimits), by account name.
     account_conn_limits: dict[str, Any]
+    #: The global account's subscription index: the router's ``WatchedSublist`` (a
+    #: :class:`~minijs.core.sublist.Sublist` that also carries the account's imports and
+    #: mappings), whose class lives on the router, which imports this module.
+    sublist: Any
+    #: Does INFO carry a nonce (nkey users, or operator mode's JWT users sign it)?
+    auth_nonce: bool
+    #: The configured nkey users by public key (empty: none).
+    nkey_users: dict[str, Any]
+
+    @property
+    def operator(self) -> "OperatorLogin | None":
+        """Operator mode's accounts and users (None: not in operator mode)."""
+
+    def find_user(self, name: str) -> Any: ...
+    def account_sublist(self, account: str) -> Any: ...
+
+
+class OperatorLogin(Protocol):
+    """What a connection asks of operator mode (:mod:`minijs.operatormode`)."""
+
+    def authenticate(self, conn: Any, opts: dict[str, Any]) -> bool:
+        """Does the CONNECT ``opts`` prove a user of an account the operator signed?"""
+
 
 #: The header name that asks for a message trace (looked for in every header block).
 _TRACE_DEST = msgtrace.TRACE_DEST_B
@@ -202,7 +225,7 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not an asyncio.Transport subclass: no isinstance).
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = transport = cast("asyncio.Transport", transport)
         server = self.server
         self.start_time = server.clock.time()
         self.last_in = REAL_CLOCK.monotonic()

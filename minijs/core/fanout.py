@@ -34,11 +34,15 @@ class DeliveryStats(Protocol):
 
 
 class FanOutHost(Protocol):
-    """What a fan-out uses of the router: its counters and its queue-member draw."""
+    """What a fan-out uses of the router: its counters and its queue-member draw (read
+    only: a fan-out adds to the counters, never replaces them)."""
 
-    stats: DeliveryStats
-    #: ``randrange(n)`` from the server's seeded source.
-    queue_draw: Callable[[int], int]
+    @property
+    def stats(self) -> DeliveryStats: ...
+
+    @property
+    def queue_draw(self) -> Callable[[int], int]:
+        """``randrange(n)`` from the server's seeded source."""
 
 
 def pick_member(members: list["Subscription"], origin: Any,
@@ -64,6 +68,7 @@ def fan_out(host: FanOutHost, result: "MatchResult", subject: bytes, reply: byte
     """Deliver one message to the receivers in ``result`` (see the module docstring); returns
     how many received it. ``origin`` is the publishing connection (None for the server's own
     messages); internal handlers are given it."""
+    sub: Subscription | None  # (an annotation: no code) a plain one, then a group's pick
     delivered = 0
     for sub in result.plain:
         if sub.closed:
@@ -100,6 +105,7 @@ def receivers(result: "MatchResult", origin: Any, draw: Callable[[int], int], *,
     then one member per queue group, picked as the walk reaches it (after the plain ones were
     handled, as in :func:`fan_out`). ``with_own`` keeps the publisher's own plain
     subscriptions that its ``echo: false`` excludes (a tracer records them as not delivered)."""
+    sub: Subscription | None  # (an annotation: no code) a plain one, then a group's pick
     skip_own = not with_own and origin is not None and not origin.echo
     for sub in result.plain:
         if not sub.closed and not (skip_own and sub.conn is origin):

@@ -504,15 +504,15 @@ class AccountLinks:
                         _deliver_sub(self.router, sub, to, reply, header, payload)
                     delivered += 1
         if self.services:
-            for si in self._matching_services(subject):
-                to = self.service_subject(si, subject)
-                trace.service_import(si.exporter.account, subject.decode(errors="replace"),
+            for svc in self._matching_services(subject):
+                to = self.service_subject(svc, subject)
+                trace.service_import(svc.exporter.account, subject.decode(errors="replace"),
                                      to.decode(errors="replace"))
-                if si.export.allow_trace:
-                    delivered += self._service_traced(si, trace, subject, reply, header,
+                if svc.export.allow_trace:
+                    delivered += self._service_traced(svc, trace, subject, reply, header,
                                                       payload, origin)
                 elif not only:
-                    delivered += self._service(si, subject, reply, header, payload, origin,
+                    delivered += self._service(svc, subject, reply, header, payload, origin,
                                                None, (), untraced=True)
         if self.responses and subject.startswith(_REPLY_PREFIX):
             rsi = self.responses.get(subject)

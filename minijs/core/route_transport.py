@@ -416,7 +416,7 @@ class RouteTransport:
         attempt = conn.attempt
         if isinstance(attempt, Attempt):
             attempt.report("closed", conn.remote_id)
-        link = conn.link
+        link: PeerLink | None = conn.link
         if link is not None and self.links.get(link.remote_id) is link:
             self._link_failed(link, "Route Removed")
 
@@ -473,7 +473,9 @@ class RouteTransport:
     def _new_link(self, rid: str, info: dict[str, Any], *, owner_self: bool,
                   attempt: Attempt | None) -> PeerLink:
         theirs = int(info.get("route_pool_size") or 0)
-        marker = info.get(MARKER) if isinstance(info.get(MARKER), dict) else {}
+        marker = info.get(MARKER)
+        if not isinstance(marker, dict):
+            marker = {}
         if self.pool_size and theirs > 0:
             size = max(self.pool_size, theirs)
             pinned = self.pinned if owner_self else tuple(
@@ -524,7 +526,7 @@ class RouteTransport:
     def open_next(self, conn: RouteConnection) -> None:
         """The PONG after a pool connection's INFO: dial the next one (nats-server's
         ``startNewRoute``)."""
-        link = conn.link
+        link: PeerLink | None = conn.link
         if link is None or self.links.get(link.remote_id) is not link or link.complete:
             return
         if link.dialled < link.size:
@@ -888,8 +890,11 @@ def _global_addresses() -> list[str]:
     except OSError:
         return found
     for family, _, _, _, addr in infos:
+        host = addr[0]
+        if not isinstance(host, str):  # (an IP family's address is a str)
+            continue
         try:
-            ip = ipaddress.ip_address(addr[0].split("%", 1)[0])
+            ip = ipaddress.ip_address(host.split("%", 1)[0])
         except ValueError:
             continue
         if ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip.is_multicast:

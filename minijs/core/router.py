@@ -387,7 +387,7 @@ class Router(InternalSubscriptions):
 
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: Connection | None = None,
-                sublist: Sublist | None = None) -> int:
+                sublist: WatchedSublist | None = None) -> int:
         """Route one message to every matching subscriber; return how many received it.
 
         Plain subscribers each get a copy; each queue group gives one to a random member. A
@@ -440,7 +440,7 @@ class Router(InternalSubscriptions):
         delivered = 0
         sent = 0
         for sub in receivers(result, origin, self.queue_draw, with_own=True):
-            conn = sub.conn
+            conn: Connection | None = sub.conn
             if conn is None:
                 delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
                                                    origin)
@@ -514,7 +514,7 @@ class Router(InternalSubscriptions):
             self.stats.out_bytes += len(payload) + (len(header) if header else 0)
 
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
-                   data: bytes, sublist: Sublist | None = None) -> int:
+                   data: bytes, sublist: WatchedSublist | None = None) -> int:
         """Route a message to the subscribers of ``target`` (in the global account, or the
         account whose ``sublist`` is given) while its MSG line names ``subject``: consumer
         deliveries keep the stored subject, which a plain publish cannot express. Returns the

@@ -86,7 +86,7 @@ class RouteConn:
             last = [gen, sub.account, subject, reply, header, payload, [], routes.target]
             out.append(last)
             if len(out) == 1:
-                routes.router.mark_dirty(self)  # type: ignore[arg-type]
+                routes.router.mark_dirty(self)
         if sub.queue is not None:
             last[6].append(sub.queue)
 
@@ -241,10 +241,10 @@ class Routes:
                 self.router.account_sublist(account).insert(sub)
         elif op == "RS-":
             _, account, subject, queue = message
-            sub = conn.subs.pop((account, subject, queue), None)
-            if sub is not None:
-                sub.closed = True
-                self.router.account_sublist(account).remove(sub)
+            gone = conn.subs.pop((account, subject, queue), None)
+            if gone is not None:
+                gone.closed = True
+                self.router.account_sublist(account).remove(gone)
         elif op == "INFO":
             conn.info = message[1]
             if self.on_peers_changed is not None:

@@ -103,7 +103,7 @@ def server_context(options: TlsOptions) -> ssl.SSLContext:
             raise TlsSetupError("failed to parse root ca certificate") from None
     if options.verify:
         ctx.verify_mode = ssl.CERT_REQUIRED
-    ossl = [CIPHER_SUITES[name][0] for name in options.ciphers if CIPHER_SUITES[name][0]]
+    ossl = [suite for name in options.ciphers if (suite := CIPHER_SUITES[name][0])]
     if ossl:
         try:
             ctx.set_ciphers(":".join(ossl))
@@ -121,7 +121,7 @@ def server_context(options: TlsOptions) -> ssl.SSLContext:
             raise TlsSetupError("curve_preferences: Python's ssl can select one classic curve "
                                 "(X25519, CurveP256, CurveP384 or CurveP521), not "
                                 + ", ".join(options.curves))
-        ctx.set_ecdh_curve(usable[0])  # type: ignore[arg-type]
+        ctx.set_ecdh_curve(usable[0])
     return ctx
 
 
@@ -306,9 +306,9 @@ def handshake_error_text(exc: BaseException) -> tuple[str, bool]:
         return f"tls: failed to verify certificate: {text}", False
     if isinstance(exc, ssl.SSLError):
         reason = exc.reason or ""
-        text = _GO_ERRORS.get(reason)
-        if text is None:
-            text = "local error: tls: " + (reason.lower().replace("_", " ") or str(exc))
+        known = _GO_ERRORS.get(reason)
+        text = (known if known is not None
+                else "local error: tls: " + (reason.lower().replace("_", " ") or str(exc)))
         return text, reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST")
     return str(exc) or type(exc).__name__, False
 
@@ -569,7 +569,7 @@ class TlsLayer(asyncio.Protocol):
     def _read_app(self) -> None:
         sslobj = self._sslobj
         assert sslobj is not None
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             try:
                 chunk = sslobj.read(_READ_SIZE)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from operator import itemgetter
-from typing import Callable
+from typing import Callable, cast
 
 # ---- subject mapping destinations (server/subject_transform.go, sublist.go ValidateMapping) ----
 
@@ -414,9 +414,11 @@ class SubjectTransform:
             # only literal tokens and partitions of the (fixed) subject: precompute the result
             self._const = self._render(stoks, src)
         elif self._simple:
-            # pure wildcard mapping: a str.format template over the subject tokens
-            tpl = ".".join(p.replace("{", "{{").replace("}", "}}") if p.__class__ is str
-                           else "{%d}" % p for p in self._parts)
+            # pure wildcard mapping: a str.format template over the subject tokens (literal
+            # tokens and source token indexes only: a function token clears _simple)
+            simple_parts = cast("list[str | int]", self._parts)
+            tpl = ".".join(p.replace("{", "{{").replace("}", "}}") if isinstance(p, str)
+                           else "{%d}" % p for p in simple_parts)
             if self._tail >= 0 and self._parts:
                 tpl += "."
             self._fmt = tpl.format
@@ -438,10 +440,17 @@ class SubjectTransform:
                 from minijs.randomness import RandomSource
 
                 bits = self._bits = RandomSource().getrandbits
-            return _Random(_int32(_atoi(_fn_args("random", tok)[0].strip(" "))), bits)
+            random_args = _fn_args("random", tok)
+            assert random_args is not None  # (tok was validated: see _index_placeholders)
+            num = _atoi(random_args[0].strip(" "))
+            assert num is not None
+            return _Random(_int32(num), bits)
         args = _fn_args(kind, tok)
+        assert args is not None  # (tok was validated: its function and numbers parse)
         if kind == "partition":
-            buckets = _int32(_atoi(args[0].strip(" ")))
+            num = _atoi(args[0].strip(" "))
+            assert num is not None
+            buckets = _int32(num)
             if not has_wc or not pos:
                 return lambda toks, subject: _partition_of(subject, buckets)
             return lambda toks, subject: _partition_of("".join([toks[i] for i in pos]), buckets)
@@ -450,17 +459,22 @@ class SubjectTransform:
             delim = args[1]
             return lambda toks, subject: _split(toks[p], delim)
         n = _atoi(args[1].strip(" "))
+        assert n is not None
         fn = _BYTE_FNS[kind]
         return lambda toks, subject: _on_bytes(fn, toks[p], n)
 
     # ---- application ----
 
     def _render(self, toks: list[str], subject: str) -> str:
+        # mypy does not narrow on ``p.__class__ is``, the test this per-message path uses
+        # (cheaper than isinstance); _simple parts are str or int only.
         if self._simple:
-            out = [p if p.__class__ is str else toks[p] for p in self._parts]
+            out = [p if p.__class__ is str else toks[p]  # type: ignore[index]
+                   for p in self._parts]
         else:
             out = [
-                p if p.__class__ is str else toks[p] if p.__class__ is int else p(toks, subject)
+                p if p.__class__ is str else toks[p] if p.__class__ is int
+                else p(toks, subject)  # type: ignore[operator]
                 for p in self._parts
             ]
         if self._tail >= 0:

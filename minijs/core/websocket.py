@@ -30,7 +30,7 @@ import h11
 from wsproto.connection import Connection as FrameConnection
 from wsproto.connection import ConnectionState, ConnectionType
 from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
-from wsproto.extensions import PerMessageDeflate
+from wsproto.extensions import Extension, PerMessageDeflate
 
 from minijs.clock import REAL_CLOCK
 from minijs.wsconfig import WebsocketOptions
@@ -274,7 +274,7 @@ class WebsocketLayer(asyncio.Protocol):
                 self.lower.close()
             return
         self.lower.write(response)
-        extensions = []
+        extensions: list[Extension] = []
         if self.session.compress:
             deflate = PerMessageDeflate(client_no_context_takeover=True,
                                         server_no_context_takeover=True)
@@ -534,6 +534,7 @@ class WebsocketListener:
         if self.secure:
             from minijs.core.tls import ClientTls
 
+            assert options.tls is not None  # (secure: a tls { } block is configured)
             self.tls = ClientTls(options.tls)
         loop = asyncio.get_running_loop()
         port = options.port if options.port > 0 else 0

@@ -24,8 +24,11 @@ class MessageBus(Protocol):
     #: Every random choice is drawn from here (:mod:`minijs.randomness`).
     randomness: RandomSource
     log: Logger
-    config: ServerConfig
     server_name: str
+
+    @property
+    def config(self) -> ServerConfig:
+        """The server's configuration (read only: a reload replaces it on the server)."""
 
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: Any = None) -> int:
@@ -45,8 +48,10 @@ class MessageBus(Protocol):
         """Is there a live subscription on exactly ``subject`` (or a member of ``queue``)?"""
 
     def subscribe_internal(self, subject: str | bytes, handler: Handler,
-                           queue: bytes | None = None) -> Any:
-        """Register a server-side handler; returns the subscription."""
+                           queue: bytes | None = None, *,
+                           on_traced: Callable[..., bool | None] | None = None) -> Any:
+        """Register a server-side handler; returns the subscription. ``on_traced`` takes a
+        traced message instead (message tracing: it records its own events)."""
 
     def unsubscribe_internal(self, sub: Any) -> None: ...
 
@@ -54,3 +59,15 @@ class MessageBus(Protocol):
         """Call ``callback()`` soon whenever a subscription on exactly ``subject`` comes or goes."""
 
     def unwatch_interest(self, handle: Any) -> None: ...
+
+
+class AccountMessageBus(MessageBus, Protocol):
+    """An account's view of the bus (:class:`~minijs.core.accountbus.AccountBus`): what
+    reaches across accounts (external mirrors and sources)."""
+
+    def resolve_service(self, subject: bytes) -> tuple[str, bytes] | None:
+        """The account and subject a request on ``subject`` reaches through a service
+        import, or None."""
+
+    def receives_stream(self, exporter: str, subject: bytes) -> bool:
+        """Does a message published on ``subject`` in ``exporter`` reach this account?"""

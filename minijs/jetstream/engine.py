@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from minijs.config import AccountLimits, JetStreamLimitOpts, ServerConfig
 from minijs.jetstream.advisory import Advisories
-from minijs.jetstream.bus import MessageBus
+from minijs.jetstream.bus import AccountMessageBus, MessageBus
 from minijs.jetstream.store import stream_store_path
 from minijs.jetstream.storedir import StoreDirError, check_store_dir
 
@@ -495,7 +495,9 @@ class JetStream:
 
     def _external_returns(self, account: str, deliver: str) -> bool:
         """Do deliveries on the ``deliver`` prefix in ``account`` come back here?"""
-        return bool(deliver) and self.bus.receives_stream(account, f"{deliver}.x".encode())
+        # (asked once _external_account found the account: the bus is an account's view)
+        bus = cast(AccountMessageBus, self.bus)
+        return bool(deliver) and bus.receives_stream(account, f"{deliver}.x".encode())
 
     def lookup_external(self, api: str, deliver: str, name: str) -> Stream | None:
         """``external`` mirrors and sources: the stream ``name`` of the account whose

@@ -190,6 +190,8 @@ class ReplicationHost(Protocol):
 
     #: The account the engine serves (in consumer names, metadata and log lines).
     account_name: str
+    #: Its JetStream domain ("": none).
+    domain: str
 
     def lookup(self, name: str) -> "Stream | None":
         """The live stream called ``name``, or None."""
@@ -886,6 +888,7 @@ class Replicator:
         cfg = stream.config
         links = self.links.get(stream.name, [])
         keep: list[Link] = []
+        link: Link | None
         if old.mirror is not None and cfg.mirror is None:
             for link in links:
                 if link.mirror:
@@ -1054,6 +1057,7 @@ class Replicator:
             return
         store = stream.store
         wanted: dict[str, Link] = {}
+        link: Link | None
         for link in links:
             raw = store.get_meta(_META_PREFIX + link.iname) if store.storage == "file" else None
             if raw is not None:

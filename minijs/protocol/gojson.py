@@ -802,7 +802,7 @@ class Struct(T):
         lines.append("    return out")
         exec("\n".join(lines), names)  # noqa: S102 - code generated from the field table
         self._encoder = names["encode"]
-        return self._encoder  # type: ignore[return-value]
+        return self._encoder
 
     def is_empty(self, value: Any) -> bool:
         return False  # omitempty never omits a struct value
@@ -1011,7 +1011,8 @@ def decode_values(payload: bytes, t: T, *, strict: bool = True, root: str | None
     an empty/whitespace body). Raises :class:`JSONError`.
     """
     buf = bytes(payload)
-    ctx = _Ctx(buf, root or getattr(t, "name", t.go_name), strict)
+    type_name: str = getattr(t, "name", t.go_name)  # a Struct's name, else its Go type's
+    ctx = _Ctx(buf, root or type_name, strict)
     cur: Any = t.zero()
     pos = 0
     while True:

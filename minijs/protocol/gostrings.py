@@ -53,6 +53,7 @@ def decode_rune(buf: bytes, i: int) -> tuple[str | None, int]:
 
 def runes(data: str | bytes) -> Iterable[tuple[str | None, int]]:
     """Yield ``(rune, byte)`` pairs: a decoded character, or ``(None, b)`` for an invalid byte."""
+    ch: str | None
     if isinstance(data, str):
         for ch in data:
             yield ch, 0

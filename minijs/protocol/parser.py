@@ -322,7 +322,8 @@ class Parser:
             self._skip = 0
             pos = nl + 1
         elif self._buf:
-            buf = self._buf + data
+            # _buf is bytes here (a bytearray only while a payload is pending: the first branch)
+            buf = self._buf + data  # type: ignore[assignment]
             self._buf = b""
         return self._run(buf, pos, ops)
 
@@ -417,7 +418,8 @@ class Parser:
             if not self._line(op, arg, ops):
                 return ops
 
-    def _emit(self, ops: list[tuple], pending: tuple, buf: bytes, start: int, stop: int) -> None:
+    def _emit(self, ops: list[tuple], pending: tuple, buf: bytes | bytearray, start: int,
+              stop: int) -> None:
         op = pending[0]
         tokens = pending[6]
         if op == OP_PUB:

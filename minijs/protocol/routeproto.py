@@ -195,7 +195,7 @@ class RouteParser:
             args.insert(0, self.account)
         return args
 
-    def _msg(self, with_header: bool, arg: bytes) -> tuple:
+    def _msg(self, with_header: bool, arg: bytes) -> tuple | None:
         args = self._args(arg)
         n = len(args)
         fixed = 4 if with_header else 3  # account subject [hdr] size
@@ -222,7 +222,7 @@ class RouteParser:
         if size < 0 or (with_header and not 0 <= hsize <= size):
             return (OP_CLOSE, None)
         self._pending = (OP_MSG, args[0].decode(), args[1], reply, queues, hsize, size)
-        return None  # the payload follows  # type: ignore[return-value]
+        return None  # the payload follows
 
     def _sub(self, arg: bytes) -> tuple:
         args = self._args(arg)

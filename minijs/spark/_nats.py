@@ -15,6 +15,7 @@ from typing import Any, AsyncIterator, Iterable, Sequence
 import nats
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
 from ._options import ConnectOptions, split_servers  # noqa: F401  (split_servers: re-exported)
 
@@ -153,7 +154,8 @@ async def _connect_once(
         servers=[url],
         name=name,
         allow_reconnect=False,
-        connect_timeout=max(timeout, 0.001),
+        # nats-py annotates int; it hands the value to asyncio.wait_for, which takes a float
+        connect_timeout=max(timeout, 0.001),  # type: ignore[arg-type]
         # nats-py's connect loop ends once a server failed more than this (0 means never):
         # each call here tries its one URL twice at most, back to back.
         max_reconnect_attempts=1,
@@ -444,7 +446,7 @@ async def read_consumer(
         psub = await js.pull_subscribe_bind(consumer=info.name, stream=stream)
         restart_at: int | None = None
         try:
-            pending = info.num_pending
+            pending = info.num_pending or 0  # (nats-py types it Optional; servers always send it)
             expected_cseq = 1
             while pending > 0:
                 try:
@@ -527,7 +529,7 @@ class AckingPublisher:
         self._drained = asyncio.Event()
         self._drained.set()
         self.stats = PublishStats()
-        self._sub = None
+        self._sub: Subscription | None = None
 
     async def start(self) -> "AckingPublisher":
         self._sub = await self._nc.subscribe(
@@ -597,7 +599,8 @@ class AckingPublisher:
 
     async def finish(self) -> PublishStats:
         """Wait for every outstanding ack, then report (or raise the first error)."""
-        await self._nc.flush(timeout=self._ack_timeout)
+        # nats-py annotates int; it hands the value to asyncio.wait_for, which takes a float
+        await self._nc.flush(timeout=self._ack_timeout)  # type: ignore[arg-type]
         try:
             await asyncio.wait_for(self._drained.wait(), self._ack_timeout)
         except asyncio.TimeoutError as exc:

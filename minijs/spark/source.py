@@ -54,13 +54,14 @@ try:  # PySpark >= 4.2 has both; keep the module importable on a bare 4.x for cl
         SupportsTriggerAvailableNow,
     )
 except ImportError:  # pragma: no cover
-    ReadAllAvailable = ReadLimit = ReadMaxRows = None  # type: ignore[assignment,misc]
-    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
+    # (the ignores apply where PySpark is installed; without it its names are Any)
+    ReadAllAvailable = ReadLimit = ReadMaxRows = None  # type: ignore[assignment,misc,unused-ignore]
+    SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc,unused-ignore]
 
 try:
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
 except ImportError:  # pragma: no cover - older PySpark: row-based streaming writer
-    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[assignment,misc]
+    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[assignment,misc,unused-ignore]
 
 __all__ = ["JetStreamDataSource", "SCHEMA", "SeqRange", "JetStreamCommitMessage"]
 
@@ -252,7 +253,7 @@ class JetStreamBatchReader(DataSourceReader):
 
 
 class JetStreamStreamReader(
-    DataSourceStreamReader, SupportsTriggerAvailableNow  # type: ignore[misc]
+    DataSourceStreamReader, SupportsTriggerAvailableNow
 ):
     """Offsets are ``{stream, created, next}``: ``next`` is the first sequence not yet read and
     ``created`` pins the stream incarnation, so a deleted and re-created stream is noticed."""
@@ -497,7 +498,7 @@ class JetStreamBatchWriter(DataSourceArrowWriter):
         """Published messages cannot be taken back; the ids make a re-run harmless."""
 
 
-class JetStreamStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+class JetStreamStreamWriter(_StreamWriterBase):
     """``writeStream``: ids are ``<query id>:<batch id>:<partition>:<row>``; the query id comes
     from the checkpoint, so a micro-batch replayed after a crash publishes the same ids."""
 

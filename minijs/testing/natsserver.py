@@ -389,11 +389,11 @@ class NatsServerNode(NatsServerProcess):
         """SIGTERM: the node shuts down (its leaders hand over first)."""
         self.stop()
 
-    def crash(self) -> None:  # type: ignore[override]
+    def crash(self) -> None:
         """SIGKILL."""
         self.stop(kill=True)
 
-    def restart(self) -> None:  # type: ignore[override]
+    def restart(self) -> None:
         """Start again on the same ports with the same store (stopping it first if up)."""
         if self.up:
             self.stop()

@@ -212,7 +212,8 @@ def _start(config: pytest.Config, options: dict[str, Any]) -> Any:
     return ServerThread(**options).start()
 
 
-def _start_nats_server(config: pytest.Config, options: dict[str, Any]) -> NatsServerProcess:
+def _start_nats_server(config: pytest.Config, options: dict[str, Any]
+                       ) -> NatsServerProcess | NatsServerCluster:
     """The real nats-server for these options; what asks for virtual time warns that real
     time is used (an advance over the limit skips the test)."""
     asked = []
@@ -316,7 +317,7 @@ def minijs_reset(minijs_session_server: ServerThread) -> ServerThread:
 try:
     import pytest_asyncio
 except ImportError:  # async fixtures need pytest-asyncio; the sync ones work without it
-    pytest_asyncio = None
+    pytest_asyncio = None  # type: ignore[assignment]  # (None: the module is missing)
 
 if pytest_asyncio is not None:
 

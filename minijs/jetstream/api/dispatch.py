@@ -179,7 +179,7 @@ class JetStreamApi:
                 fields = handler(payload, *args)
             else:  # JSON_HDR: the handler checks the API level itself, where nats-server does
                 fields = handler(payload, hdr, *args)
-            body = {"type": TYPE_PREFIX + rtype}
+            body: dict[str, Any] = {"type": TYPE_PREFIX + rtype}
             body.update(fields)
         except Exception as exc:
             if isinstance(exc, E.ApiError):
@@ -249,6 +249,7 @@ class JetStreamApi:
     # ------------------------------------------------------------------ own endpoints
 
     def account_info(self, payload: bytes) -> dict:
+        assert self.js is not None  # (dispatched with JetStream enabled only: _on_request)
         return self.js.account_info()
 
     def cluster_required(self, payload: bytes, hdr: bytes | None, *tokens: str) -> dict:

@@ -326,9 +326,9 @@ class JetStreamCluster:
                 engine.advisories.stream_action(name, "delete")
             replica.delete()
         if reply and sa is not None and self.is_meta_leader():
-            engine = self.engine(account)
+            account_engine = self.engine(account)
             self._respond(reply, "stream_delete_response", {"success": True},
-                          bus=engine.bus if engine is not None else None)
+                          bus=account_engine.bus if account_engine is not None else None)
 
     def _apply_server_remove(self, name: str) -> None:
         """A node leaves the meta group: the group counts one member fewer."""

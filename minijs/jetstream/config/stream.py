@@ -736,7 +736,8 @@ def _check_stream_cfg(config: StreamConfig, pedantic: bool,
             rp["dest"] == ">"
             and rp["src"] == ">"
             and st is not None
-            and len(cfg.subjects or []) == 1
+            and cfg.subjects is not None
+            and len(cfg.subjects) == 1
             and st["src"] == cfg.subjects[0]
         ):
             if pedantic:

@@ -66,6 +66,7 @@ consumer states etc.; in the LMDB store it is buffered and committed by the same
 """
 from __future__ import annotations
 
+import builtins  # (annotations inside classes whose `bytes` is a member)
 import heapq
 import itertools
 from dataclasses import dataclass
@@ -364,27 +365,44 @@ class Store(Protocol):
     def deleted(self) -> list[int]:
         """Interior gaps between first_seq and last_seq, ascending."""
 
-    msgs: int
-    bytes: int
-    first_seq: int
-    first_ts: int
-    last_seq: int
-    last_ts: int
-    num_deleted: int
-    num_subjects: int
+    # (read only: the store keeps its counters)
+    @property
+    def msgs(self) -> int: ...
+
+    @property
+    def bytes(self) -> int: ...
+
+    @property
+    def first_seq(self) -> int: ...
+
+    @property
+    def first_ts(self) -> int: ...
+
+    @property
+    def last_seq(self) -> int: ...
+
+    @property
+    def last_ts(self) -> int: ...
+
+    @property
+    def num_deleted(self) -> int: ...
+
+    @property
+    def num_subjects(self) -> int: ...
 
     # -- metadata --------------------------------------------------------------------------
-    def put_meta(self, key: str, value: bytes) -> None: ...
+    def put_meta(self, key: str, value: builtins.bytes) -> None: ...
 
-    def get_meta(self, key: str) -> bytes | None: ...
+    def get_meta(self, key: str) -> builtins.bytes | None: ...
 
     def delete_meta(self, key: str) -> bool: ...
 
-    def iter_meta(self, prefix: str = "") -> list[tuple[str, bytes]]:
+    def iter_meta(self, prefix: str = "") -> list[tuple[str, builtins.bytes]]:
         """``(key, value)`` pairs whose key starts with ``prefix``, sorted by key."""
 
     # -- lifecycle -------------------------------------------------------------------------
-    closed: bool
+    @property
+    def closed(self) -> bool: ...
 
     def flush(self) -> None:
         """Commit buffered writes (LMDB: one write transaction, fsync). Memory: no-op."""
@@ -565,7 +583,7 @@ class IndexedStore:
         return out
 
     # -- writing ---------------------------------------------------------------------------
-    def store_msg(self, subject: str, hdr: bytes | None, data: bytes, ts: int, ttl: int = 0,
+    def store_msg(self, subject: str, hdr: builtins.bytes | None, data: builtins.bytes, ts: int, ttl: int = 0,
                   seq: int | None = None) -> tuple[int, int]:
         if self._closed:
             raise StoreClosedError("store closed")
@@ -939,7 +957,7 @@ class IndexedStore:
                 return len(self._live)
             return len(self._seqs) - self._seqs.bisect_left(start)
         if f.kind == _LIT:
-            c = self._counts.get(f.text)  # type: ignore[arg-type]
+            c = self._counts.get(f.text)
             if not c:
                 return 0
             if start > first:
@@ -1006,16 +1024,16 @@ class IndexedStore:
         return seqs[lo]
 
     # -- metadata and lifecycle: subclasses ------------------------------------------------
-    def put_meta(self, key: str, value: bytes) -> None:  # pragma: no cover
+    def put_meta(self, key: str, value: builtins.bytes) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def get_meta(self, key: str) -> bytes | None:  # pragma: no cover
+    def get_meta(self, key: str) -> builtins.bytes | None:  # pragma: no cover
         raise NotImplementedError
 
     def delete_meta(self, key: str) -> bool:  # pragma: no cover
         raise NotImplementedError
 
-    def iter_meta(self, prefix: str = "") -> list[tuple[str, bytes]]:  # pragma: no cover
+    def iter_meta(self, prefix: str = "") -> list[tuple[str, builtins.bytes]]:  # pragma: no cover
         raise NotImplementedError
 
     def flush(self) -> None:

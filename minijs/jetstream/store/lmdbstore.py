@@ -101,7 +101,7 @@ class LmdbStore(IndexedStore):
         self._db_meta = self._env.open_db(b"meta")
         self._db_state = self._env.open_db(b"state")
         self._max_key = self._env.max_key_size()
-        self._rtxn: lmdb.Transaction | None = None
+        self._rtxn: lmdb.Transaction[bytes] | None = None
         # buffered writes, committed by flush()
         self._pending: dict[int, tuple] = {}  # seq -> record tuple, seq order
         self._pending_del: set[int] = set()
@@ -214,7 +214,7 @@ class LmdbStore(IndexedStore):
         self._dirty = True
 
     # -- reads -----------------------------------------------------------------------------
-    def _reader(self) -> lmdb.Transaction:
+    def _reader(self) -> lmdb.Transaction[bytes]:
         """A read transaction reused until the next commit (sees everything committed)."""
         txn = self._rtxn
         if txn is None:
@@ -256,12 +256,12 @@ class LmdbStore(IndexedStore):
                 if not k.startswith(pb):
                     break
                 found[k.decode()] = v
-        for k, pv in self._pending_meta.items():
-            if k.startswith(prefix):
+        for key, pv in self._pending_meta.items():
+            if key.startswith(prefix):
                 if pv is None:
-                    found.pop(k, None)
+                    found.pop(key, None)
                 else:
-                    found[k] = pv
+                    found[key] = pv
         return sorted(found.items())
 
     # -- durability ------------------------------------------------------------------------
@@ -307,7 +307,7 @@ class LmdbStore(IndexedStore):
         if not self._closed:
             self._env.sync(True)
 
-    def _commit(self, txn: lmdb.Transaction) -> None:
+    def _commit(self, txn: lmdb.Transaction[bytes]) -> None:
         db = self._db_msgs
         if self._drop_below:
             wkey = _pack_key(self._drop_below)

@@ -121,11 +121,12 @@ class Total:
 
 
 def apply(total: Total, subject: str, hdr: bytes | None, data: bytes, incr: int,
-          max_payload: int) -> tuple[bytes | None, bytes]:
+          max_payload: int) -> tuple[bytes, bytes]:
     """Apply ``incr`` to ``total`` (in place) and return the message to store: ``hdr`` (with a
     sourced message's ``Nats-Incr`` rewritten to the difference and ``Nats-Counter-Sources``
     updated) and the new ``{"val":"N"}`` payload. Raises 10172 for a sourced message whose
     payload is not a counter, 10054 when the result is larger than ``max_payload``."""
+    assert hdr is not None  # (a counter message carries its Nats-Incr header)
     h = H.parse(hdr) if hdr else {}
     src = h.get(H.STREAM_SOURCE)
     if src:

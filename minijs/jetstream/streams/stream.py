@@ -367,7 +367,8 @@ class Stream:
                     raise E.atomic_publish_disabled()
                 if self.batches is None:
                     from minijs.jetstream.streams.batch import AtomicBatches
-                    self.batches = AtomicBatches(self)
+                    # (store_checked returns None only for a traced publish, never a batched one)
+                    self.batches = AtomicBatches(self)  # type: ignore[arg-type]
                 return self.batches.process(batch_id, subject, H.strip_status(hdr), data)
         ttl = 0
         msg_id = ""
@@ -612,7 +613,7 @@ class Stream:
         pairs = [("Nats-Stream", self.name), ("Nats-Subject", subject), ("Nats-Sequence", str(seq)),
                  ("Nats-Time-Stamp", J.go_time(ts)), ("Nats-Last-Sequence", str(last))]
         body = data
-        if self.config.republish.get("headers_only"):
+        if self.config.republish.get("headers_only"):  # type: ignore[union-attr]  # (set: see _republish)
             pairs.append(("Nats-Msg-Size", str(len(data))))
             body = b""
         self.bus.publish(target, None, H.append(hdr, pairs), body)
