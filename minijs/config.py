@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from minijs.confsyntax import ConfigError as ConfigError  # (raised by the config floor)
+from minijs.configerror import ConfigError as ConfigError  # (raised by the config floor)
 
 if TYPE_CHECKING:
     from minijs.authconfig import AccountConnLimits, Export, Import, Mapping, User

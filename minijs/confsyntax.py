@@ -19,28 +19,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from minijs.configerror import ConfigError
 from minijs.protocol.gotime import parse_duration as go_parse_duration
 
 __all__ = ["ConfigError", "Entry", "MapNode", "Node", "go_type", "parse_duration", "parse_text",
            "to_python"]
-
-
-class ConfigError(ValueError):
-    """A config file nats-server would reject, or a setting minijs does not implement.
-
-    ``str()`` reads ``path:line:col: message``, the way nats-server reports config errors.
-    """
-
-    def __init__(self, message: str, path: str | None = None, line: int | None = None,
-                 col: int | None = None) -> None:
-        self.message = message
-        self.path = path
-        self.line = line
-        self.col = col
-        where = ""
-        if path is not None or line is not None:
-            where = f"{path or '<config>'}:{line or 0}:{col or 0}: "
-        super().__init__(where + message)
 
 
 # ----------------------------------------------------------------------------- syntax tree

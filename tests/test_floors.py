@@ -23,6 +23,7 @@ FLOORS: list[tuple[str, int]] = [
     # config file's syntax
     ("minijs.protocol", 0), ("minijs.clock", 0), ("minijs.randomness", 0), ("minijs.log", 0),
     ("minijs.eventloop", 0), ("minijs.cluster", 0), ("minijs.confsyntax", 0),
+    ("minijs.configerror", 0),
     ("minijs.auth", 0), ("minijs.signals", 0), ("minijs.healthcheck", 0),
     ("minijs.spark", 0),
     # 1: what a server is configured with
