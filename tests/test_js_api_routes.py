@@ -9,17 +9,18 @@ both servers.
 from __future__ import annotations
 
 import inspect
-from types import SimpleNamespace
 
 import pytest
 
 from minijs.jetstream.api import routes as R
 from minijs.jetstream.api.dispatch import JetStreamApi
+from minijs.jetstream.engine import JetStream
+from minijs.server import Server
 
 
 def make_api() -> JetStreamApi:
-    bus = SimpleNamespace(config=SimpleNamespace(js_strict=True))
-    return JetStreamApi(SimpleNamespace(bus=bus))  # type: ignore[arg-type]
+    """The dispatcher of a real (not started) server's engine."""
+    return JetStreamApi(JetStream(Server(jetstream=True)))
 
 
 def _wildcards(route: R.Route) -> int:
