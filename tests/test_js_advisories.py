@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+from minijs.config import ServerConfig
 from minijs.jetstream.api.dispatch import AUDIT_SUBJECT, JetStreamApi
 from minijs.randomness import RandomSource
 
@@ -30,7 +31,7 @@ class FakeServer:
         self.clock = FakeClock()
         self.randomness = RandomSource(1)
         self.server_name = "NTEST"
-        self.config = SimpleNamespace(token=config.get("token"), user=config.get("user"))
+        self.config = ServerConfig(token=config.get("token"), user=config.get("user"))
         self.published: list[tuple[bytes, bytes]] = []
 
     def publish(self, subject: bytes, reply: object, hdr: object, payload: bytes) -> None:

@@ -249,7 +249,9 @@ def test_unreachable_server_fails_fast_naming_the_url() -> None:
     target = f"nats://127.0.0.1:{port}"
     t0 = time.monotonic()
     err = fails(target, "stream", "ls")
-    assert time.monotonic() - t0 < 3.5
+    # not a hang: one connect attempt, no reconnect loop (nats-py's default would try for
+    # minutes); the bound leaves room for a loaded machine's interpreter start
+    assert time.monotonic() - t0 < 15
     assert f"cannot connect to {target}" in err and "-s/--server" in err
 
 
