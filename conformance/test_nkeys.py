@@ -209,7 +209,8 @@ async def test_natspy_nkeys_seed(target: str, spawn: SpawnFn, subject: str,
         sub = await nc.subscribe(subject)
         await nc.flush()
         await nc2.publish(subject, b"signed")
-        assert (await sub.next_msg(2)).data == b"signed"
+        await nc2.flush()
+        assert (await sub.next_msg(5)).data == b"signed"
     finally:
         await nc.close()
         await nc2.close()
