@@ -47,6 +47,8 @@ from conformance.servers import Endpoint
 
 S = 1_000_000_000
 EXAMPLES = int(os.environ.get("MINIJS_TIMING_EXAMPLES", "10"))
+#: Set to a file name to log every plan and what came when.
+LOG = os.environ.get("MINIJS_TIMING_LOG")
 #: A delivery may come this much before its predicted time (clock reads on two sides)...
 EARLY = 0.06
 #: ...and this much after it (scheduling on a loaded machine).
@@ -64,17 +66,26 @@ def rfc3339(epoch: float) -> str:
 @dataclass(frozen=True)
 class Action:
     """What the worker answers to one delivery: ``wait`` (nothing, the ack wait runs out),
-    ``nak``, ``nak_delay`` (``delay`` s, ``form`` ``go`` / ``json``), ``wpi`` (``after`` s
-    into the delivery, then nothing), ``ack``, ``term``."""
+    ``nak`` (``form`` ``plain``, or a delay nats-server cannot parse, which counts as none:
+    ``unit`` / ``float`` / ``string``), ``nak_delay`` (``delay`` s, ``form`` ``go`` / ``json``
+    / ``zero`` (``-NAK 0``) / ``empty`` (``-NAK {}``), the last two a zero delay), ``wpi``
+    (``after`` s into the delivery, then nothing), ``ack``, ``term``."""
     kind: str
     delay: float = 0.0
     form: str = "go"
     after: float = 0.0
 
     def body(self) -> bytes:
-        if self.kind in ("nak", "ack", "term"):
-            return {"nak": b"-NAK", "ack": b"+ACK", "term": b"+TERM"}[self.kind]
+        if self.kind == "nak":
+            return {"plain": b"-NAK", "unit": b"-NAK 5", "float": b'-NAK {"delay": 1e9}',
+                    "string": b'-NAK {"delay": "1s"}'}[self.form]
+        if self.kind in ("ack", "term"):
+            return {"ack": b"+ACK", "term": b"+TERM"}[self.kind]
         if self.kind == "nak_delay":
+            if self.form == "zero":
+                return b"-NAK 0"
+            if self.form == "empty":
+                return b"-NAK {}"
             if self.form == "json":
                 return b"-NAK " + json.dumps({"delay": int(self.delay * S)}).encode()
             return b"-NAK " + f"{int(self.delay * 1000)}ms".encode()
@@ -130,9 +141,10 @@ def plans(draw: Any) -> Plan:
         update = (draw(st.sampled_from([0.2, 0.5])), draw(st.sampled_from(WAITS)))
     action = st.one_of(
         st.just(Action("wait")),
-        st.just(Action("nak")),
+        st.builds(lambda f: Action("nak", form=f),
+                  st.sampled_from(["plain", "plain", "unit", "float", "string"])),
         st.builds(Action, st.just("nak_delay"), st.sampled_from(DELAYS),
-                  st.sampled_from(["go", "json"])),
+                  st.sampled_from(["go", "json", "go", "json", "zero", "empty"])),
         st.builds(lambda a: Action("wpi", after=a), st.sampled_from([0.15, 0.25])),
     )
     answers = []
@@ -374,8 +386,8 @@ class Run:
         elif action.kind == "nak":
             self.expect_next(t, dc, sent)
         else:  # nak_delay
-            base = sent - self.plan.configured_ack_wait(self.updated_at is not None) \
-                + action.delay
+            delay = 0.0 if action.form in ("zero", "empty") else action.delay
+            base = sent - self.plan.configured_ack_wait(self.updated_at is not None) + delay
             self.predict(t, dc, base, floor=sent)
 
     async def progress(self, nc: Any, t: Track, dc: int, reply: str) -> None:
@@ -407,6 +419,9 @@ def check(plan: Plan, endpoint: Endpoint) -> None:
         return run.errors
 
     errors = asyncio.run(go())
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(f"{plan}\n  {'ok' if not errors else errors}\n")
     assert not errors, f"{plan}\n" + "\n".join(errors)
 
 
