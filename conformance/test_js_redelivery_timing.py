@@ -526,3 +526,34 @@ def test_js_redelivery_overdue_at_restart(target: str, spawn: Any, tmp_path: Any
     assert ack_fields(m)[2] == 4
     assert 1.5 - EARLY <= time.monotonic() - redelivered <= 1.5 + LATE
     js.close()
+
+
+# ---------------------------------------------------------------------- updates
+
+
+def test_js_backoff_shortened_by_update_waits_for_armed_check(target: str, js: Any,
+                                                               stream_name: str) -> None:
+    """``backoff`` [0.3 s, 2 s] changed to [0.3 s, 0.5 s] right after the second delivery:
+    ``ack_wait`` (``backoff[0]``) is unchanged, so nats-server keeps the check it armed for
+    the old 2 s step; the third delivery comes 2 s after the second, not 0.5 s."""
+    from conformance.test_js_consumer_pull import Inbox, ack_fields
+
+    name = stream_name
+    js.create(name, subjects=[f"{name.lower()}.>"])
+    config: dict[str, Any] = {"durable_name": "c", "ack_policy": "explicit",
+                              "backoff": [3 * S // 10, 2 * S]}
+    out = js.api(f"CONSUMER.CREATE.{name}.c", {"stream_name": name, "config": config})
+    assert "error" not in out, out
+    inbox = Inbox(js)
+    js.send(f"$JS.API.CONSUMER.MSG.NEXT.{name}.c", {"batch": 5, "expires": 6 * S},
+            reply=inbox.subject)
+    js.pub_ok(f"{name.lower()}.a", "m0")
+    assert ack_fields(inbox.next())[2] == 1
+    assert ack_fields(inbox.next(2))[2] == 2
+    second = time.monotonic()
+    config["backoff"] = [3 * S // 10, S // 2]
+    out = js.api(f"CONSUMER.CREATE.{name}.c", {"stream_name": name, "config": config})
+    assert out["config"]["backoff"] == [3 * S // 10, S // 2], out
+    m = inbox.next(4)
+    assert ack_fields(m)[2] == 3
+    assert 2 - EARLY <= time.monotonic() - second <= 2 + LATE
