@@ -7,7 +7,8 @@ ack policy is not ``none``), as replies to the ack subject each delivery carries
 more with a domain and account hash; anything else is ignored). The body says what to do:
 
 * empty, ``+ACK`` or ``+OK``: acked (``ack_policy`` ``all``: every pending message up to it);
-* ``-NAK`` [a Go duration or ``{"delay": ns}``]: deliver again at once, or after the delay;
+* ``-NAK`` [a Go duration or ``{"delay": ns}``]: deliver again at once, or after the delay
+  (counted as the deadline rule below says);
 * ``+WPI``: still working — the ack wait starts again (not for a message queued for
   redelivery);
 * ``+TERM`` [reason]: acked without being processed, with the ``MSG_TERMINATED`` advisory;
@@ -31,8 +32,13 @@ Invariants:
   outlives the pending ack when a message is given up at ``max_deliver``; it goes with an ack of
   that sequence (pending or not) or when the message leaves the stream. ``num_redelivered`` is
   the number of entries over 1 (always 0 under ``max_deliver`` 1).
-* The ack deadline is the delivery time plus ``backoff[delivery count - 1]`` (its last entry
-  repeating), else ``ack_wait``. One timer runs for the earliest deadline (``_ack_timer_at``,
+* The ack deadline is the timestamp plus ``backoff[delivery count - 1]`` (its last entry
+  repeating), else ``ack_wait`` (nats-server ``checkPending``). ``-NAK <delay>`` sets the
+  timestamp to the NAK time minus the configured ``ack_wait`` (``backoff[0]`` under a backoff)
+  plus the delay (``processNak``), so on the n-th delivery it waits ``delay + backoff[n-1] -
+  backoff[0]``. An update of ``ack_wait`` or ``backoff`` recomputes the running deadlines from
+  their timestamps; a changed ``ack_wait`` is checked 100 ms after the update
+  (``updateConfig``), a ``backoff`` change alone when the armed check fires. One timer runs for the earliest deadline (``_ack_timer_at``,
   never later than it; firing early only re-arms). When it fires, expired messages are queued
   for redelivery — except under ``max_deliver`` 1, where they are given up at once. A message
   delivered ``max_deliver`` times is given up (``MAX_DELIVERIES`` advisory, dropped from
@@ -84,6 +90,34 @@ if TYPE_CHECKING:
     from minijs.jetstream.bus import MessageBus
     from minijs.jetstream.store.base import StoredMessage
     from minijs.jetstream.streams.stream import Stream
+
+
+#: Go's int64 range: a JSON ``delay`` is a ``time.Duration``.
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def nak_delay(arg: bytes) -> int | None:
+    """The delay of ``-NAK <arg>`` in ns as nats-server's ``processNak`` reads it, or None when
+    it cannot (the NAK is then a plain one). ``{...}`` is JSON decoded into ``{"delay":
+    <time.Duration>}``: an integer; the key in any case, the last one winning; missing or
+    null is 0; a float, a string or a non-object fails. Anything else is a Go duration (``0``
+    is one; a number without a unit is not)."""
+    if arg[:1] == b"{":
+        try:
+            doc = J.parse_json(arg)
+        except Exception:
+            return None
+        if not isinstance(doc, dict):
+            return None
+        value = 0
+        for key, v in doc.items():
+            if key.lower() != "delay" or v is None:
+                continue
+            if type(v) is not int or not _INT64[0] <= v <= _INT64[1]:
+                return None
+            value = v
+        return value
+    return parse_go_duration(arg.decode("utf-8", "replace"))
 
 
 @runtime_checkable
@@ -499,6 +533,11 @@ class AckTracker:
     # ------------------------------------------------------------------ NAK and progress
 
     def _nak(self, sseq: int, arg: bytes, dseq: int = 0, dc: int = 0) -> None:
+        """``processNak``: with a delay nats-server can parse (:func:`nak_delay`; ``0`` and
+        ``{}`` are zero delays) the timestamp becomes now minus the configured ``ack_wait``
+        plus the delay, so the message is due after the delay plus the difference between its
+        own wait (its backoff step) and ``ack_wait``; without a delay, or with one that does
+        not parse, it is due at once."""
         p = self.pending.get(sseq)
         if p is None:
             return
@@ -509,18 +548,12 @@ class AckTracker:
             host.advise("MSG_NAKED", "advisory.v1.nak", {
                 "stream": host.stream.name, "consumer": host.name, "consumer_seq": dseq,
                 "stream_seq": sseq, "deliveries": dc})
-        delay = 0
-        if arg:
-            if arg[:1] == b"{":
-                try:
-                    delay = int(J.parse_json(arg).get("delay", 0) or 0)
-                except Exception:
-                    delay = 0
-            else:
-                delay = parse_go_duration(arg.decode("utf-8", "replace")) or 0
-        if delay > 0:
-            p[1] = host.clock.time_ns() + delay
-            p[2] = p[1] - self.ack_wait(self.rdc.get(sseq, 1))
+        delay = nak_delay(arg) if arg else None
+        if delay is not None:
+            p[2] = host.clock.time_ns() - (host.config.ack_wait or C.DEFAULT_ACK_WAIT) + delay
+            # Never 0 (that marks a message queued for redelivery); one already due is
+            # queued by the check armed below.
+            p[1] = max(p[2] + self.ack_wait(self.rdc.get(sseq, 1)), 1)
             host.changed()
             if sseq in self.rdq:
                 self.rdq.remove(sseq)
@@ -582,6 +615,26 @@ class AckTracker:
             delay += 0.001
         self._timer_at = when
         self._timer = clock.call_later(delay, self.check_pending)
+
+    def waits_changed(self, ack_wait_changed: bool) -> None:
+        """An update changed ``ack_wait`` or ``backoff``: every running deadline follows from
+        its timestamp with the new waits (nats-server's ``checkPending`` reads the config each
+        time). A changed ``ack_wait`` is checked 100 ms after the update (``updateConfig``
+        resets the timer); a ``backoff`` change alone leaves the armed check where it is, so a
+        shortened step is noticed only then, as on nats-server."""
+        if not self.pending:
+            return
+        for seq, p in self.pending.items():
+            if p[1] > 0:
+                p[1] = max(p[2] + self.ack_wait(self.rdc.get(seq, 1)), 1)
+        if ack_wait_changed:
+            if self._timer is not None:
+                self._timer.cancel()
+            clock = self.host.clock
+            self._timer_at = clock.time_ns() + 100_000_000
+            self._timer = clock.call_later(0.1, self.check_pending)
+        elif self._timer is None:
+            self._arm()
 
     def check_pending(self) -> None:
         """Ack waits ran out (nats-server ``checkPending``): queue those messages for

@@ -544,6 +544,8 @@ class Consumer:
             # nats-server re-watches the new subject and redelivers what was pending there.
             push.rebind()
             self.acks.redeliver_all()
+        if cfg.ack_wait != old.ack_wait or cfg.backoff != old.backoff:
+            self.acks.waits_changed(cfg.ack_wait != old.ack_wait)
         if cfg.inactive_threshold != old.inactive_threshold and push is None:
             self.stop_delete_timer()
             if cfg.inactive_threshold > 0:
