@@ -7,9 +7,16 @@ its consumer hands out messages, so requests sent in one write are served by pri
 messages are already stored; a request that arrived in an earlier read is served at once when
 there is something to deliver. ``min_pending`` / ``min_ack_pending`` belong to ``overflow``
 groups: a request whose threshold is not met is passed over for the next one, whatever the
-order; on a ``prioritized`` consumer they are refused."""
+order; on a ``prioritized`` consumer they are refused.
+
+nats-server's consumer takes requests in on a goroutine of its own: on a loaded machine it now
+and then starts handing out messages before the last request of a read is in (seen about once
+in 50 runs under a parallel test run). The same-read cases therefore try up to
+``ATTEMPTS`` times, each on a fresh stream, and need the priority order in one of them; minijs
+is deterministic here (every attempt gives the same answer)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from conformance.jshelpers import JsClient, encode, parse_msg
@@ -17,6 +24,7 @@ from conformance.rawclient import split_frames
 from conformance.test_js_consumer_priority import S, data_of, info, setup, silent
 from conformance.test_js_consumer_pull import Inbox
 
+ATTEMPTS = 3
 PRIORITIZED = {"priority_groups": ["A"], "priority_policy": "prioritized"}
 OVERFLOW = {"priority_groups": ["A"], "priority_policy": "overflow"}
 
@@ -53,6 +61,17 @@ def keep(js: JsClient, data: bytes) -> None:
             js._pending.append(parse_msg(frame))
 
 
+def attempts(js: JsClient, stream_name: str, case: Callable[[str], None]) -> None:
+    """Run ``case(stream)`` on fresh streams until it passes, at most ``ATTEMPTS`` times."""
+    for i in range(ATTEMPTS):
+        try:
+            case(f"{stream_name}A{i}")
+            return
+        except (AssertionError, TimeoutError):
+            if i == ATTEMPTS - 1:
+                raise
+
+
 def req(priority: int, batch: int = 1, **extra: Any) -> dict[str, Any]:
     return {"batch": batch, "group": "A", "priority": priority, "expires": 3 * S, **extra}
 
@@ -60,24 +79,30 @@ def req(priority: int, batch: int = 1, **extra: Any) -> dict[str, Any]:
 def test_js_prioritized_same_read_stored_message(target: str, js: JsClient,
                                                  stream_name: str) -> None:
     """One message stored; priority 1 then priority 0 in one write: priority 0 gets it."""
-    nxt = setup(js, stream_name, msgs=1, **PRIORITIZED)
-    low, high = together(js, nxt, req(1), req(0))
-    assert high.next().data == b"m0"
-    silent(low, 0.3)
-    assert info(js, stream_name)["num_waiting"] == 1
+    def case(name: str) -> None:
+        nxt = setup(js, name, msgs=1, **PRIORITIZED)
+        low, high = together(js, nxt, req(1), req(0))
+        assert high.next(1.0).data == b"m0"
+        silent(low, 0.3)
+        assert info(js, name)["num_waiting"] == 1
+
+    attempts(js, stream_name, case)
 
 
 def test_js_prioritized_same_read_several(target: str, js: JsClient, stream_name: str) -> None:
     """Two messages stored; priorities 5, 2, 0, 2 in one write: 0 first, then the first 2."""
-    nxt = setup(js, stream_name, msgs=2, **PRIORITIZED)
-    p5, p2a, p0, p2b = together(js, nxt, req(5), req(2), req(0), req(2))
-    assert p0.next().data == b"m0"
-    assert p2a.next().data == b"m1"
-    silent(p5, 0.2)
-    silent(p2b, 0.1)
-    js.pub_ok(f"{stream_name.lower()}.x", "m2")
-    assert p2b.next().data == b"m2"
-    silent(p5, 0.2)
+    def case(name: str) -> None:
+        nxt = setup(js, name, msgs=2, **PRIORITIZED)
+        p5, p2a, p0, p2b = together(js, nxt, req(5), req(2), req(0), req(2))
+        assert p0.next(1.0).data == b"m0"
+        assert p2a.next(1.0).data == b"m1"
+        silent(p5, 0.2)
+        silent(p2b, 0.1)
+        js.pub_ok(f"{name.lower()}.x", "m2")
+        assert p2b.next().data == b"m2"
+        silent(p5, 0.2)
+
+    attempts(js, stream_name, case)
 
 
 def test_js_prioritized_across_reads_stored_message(target: str, js: JsClient,
@@ -109,10 +134,13 @@ def test_js_prioritized_batch_requeued_behind_its_priority(target: str, js: JsCl
     """Three messages stored; a priority 0 batch of 2 and a priority 0 batch of 1, then a
     priority 1, in one write: the batches take turns within priority 0 (first in first out),
     priority 1 gets nothing."""
-    nxt = setup(js, stream_name, msgs=3, **PRIORITIZED)
-    a, b, low = together(js, nxt, req(0, batch=2), req(0), req(1))
-    assert data_of([a.next(), b.next(), a.next()]) == [b"m0", b"m1", b"m2"]
-    silent(low, 0.3)
+    def case(name: str) -> None:
+        nxt = setup(js, name, msgs=3, **PRIORITIZED)
+        a, b, low = together(js, nxt, req(0, batch=2), req(0), req(1))
+        assert data_of([a.next(1.0), b.next(1.0), a.next(1.0)]) == [b"m0", b"m1", b"m2"]
+        silent(low, 0.3)
+
+    attempts(js, stream_name, case)
 
 
 def test_js_prioritized_refuses_overflow_thresholds(target: str, js: JsClient,

@@ -19,7 +19,9 @@ Invariants:
 
 * ``waiting`` holds the requests that still want a message, FIFO (ordered by priority, FIFO
   within one, under ``prioritized``), never more than ``max_waiting`` of them. A request with
-  ``batch`` ≤ 0 still wants one message.
+  ``batch`` ≤ 0 still wants one message. Under ``prioritized`` a new request is served at the
+  end of the read that brought it, once the requests that came with it are queued (as
+  nats-server takes them in together); other policies serve it at once.
 * A request leaves ``waiting`` exactly once, and its timers are cancelled as it leaves: batch
   done (``409 Batch Completed`` when it still had byte budget left), ``expires`` reached
   (``408 Request Timeout``; a request past its expiry on the clock never takes a message, even
@@ -43,6 +45,7 @@ consumer's) and, under a priority policy, asks the consumer's priority groups
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections import deque
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
@@ -252,6 +255,8 @@ class PullRequests:
         self.chooser = chooser
         #: the requests that still want a message (see the module's invariants)
         self.waiting: deque[PullRequest] = deque()
+        #: a dispatch is scheduled for the end of the current read (``prioritized`` only)
+        self._dispatch_soon = False
 
     def next_request(self, reply: bytes, payload: bytes) -> None:
         """``processNextMsgRequest``: reject, answer at once, or queue the request."""
@@ -312,12 +317,23 @@ class PullRequests:
             wr.timer = clock.call_later(expires / 1e9, self._expire_request, wr)
         if hb > 0:
             wr.hb_timer = clock.call_later(hb / 1e9, self._heartbeat, wr)
+        host.want_wake()
         if cfg.priority_policy == "prioritized":
             self.chooser.insert(self.waiting, wr)
-        else:
-            self.waiting.append(wr)
-        host.want_wake()
+            # nats-server's consumer takes in every request that arrived together
+            # (processInboundNextMsgReqs) before it hands out a message: the dispatch waits
+            # for the end of this read, so the best priority among them is served first.
+            if not self._dispatch_soon:
+                self._dispatch_soon = True
+                asyncio.get_running_loop().call_soon(self._dispatch_queued)
+            return
+        self.waiting.append(wr)
         self.dispatch()
+
+    def _dispatch_queued(self) -> None:
+        self._dispatch_soon = False
+        if not self.host.closed:
+            self.dispatch()
 
     def prune(self) -> None:
         """``processWaiting``: end requests past their expiry (408) and drop those nobody
