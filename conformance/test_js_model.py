@@ -472,10 +472,9 @@ class Model(RuleBasedStateMachine):
         self.since_restart = 0
         if self.unacked:
             # A restored pending message is redelivered once its ack wait, counted from its
-            # delivery time truncated to whole seconds, has run out at the first check, which
-            # nats-server makes at a random moment 0.5-1.5 s (at most one ack wait) after the
-            # start: waiting out the ack wait after the restart makes both redeliver
-            # everything pending.
+            # delivery time truncated to whole seconds, has run out (nats-server checks as
+            # the consumer starts, then at each deadline): waiting out the ack wait after the
+            # restart makes both redeliver everything pending.
             time.sleep(ACK_WAIT + TAIL)
             for seqs in self.deadlines.values():
                 seqs.clear()

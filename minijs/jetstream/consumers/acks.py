@@ -234,23 +234,21 @@ class AckTracker:
     def restore(self, adflr: int, asflr: int, pending: list[tuple[int, int, int]],
                 rdc: dict[int, int]) -> None:
         """The persisted state (``pending``: stream seq, consumer seq, timestamp): deadlines
-        from the timestamps, nothing queued for redelivery, and (as nats-server does) the
-        first ack-wait check 0.5–1.5 s from now, sooner when the ack wait is shorter."""
+        from the timestamps, nothing queued for redelivery, and the first ack-wait check at
+        once: nats-server checks pending acks when the consumer starts (``setLeader`` →
+        ``checkPending``), so a message whose wait ran out while the server was down is
+        queued right away and the others come due at their deadlines. (``applyState``'s
+        0.5–1.5 s timer is replaced by that check's own before it fires.)"""
         host = self.host
         self.adflr, self.asflr = adflr, asflr
         restored: dict[int, list[int]] = {}
         for s, dseq, ts in pending:
-            restored[s] = [dseq, ts + self.ack_wait(rdc.get(s, 1)), ts]
+            restored[s] = [dseq, max(ts + self.ack_wait(rdc.get(s, 1)), 1), ts]
             rdc.setdefault(s, 1)
         self.pending = restored
         self.rdc = rdc
         if restored and host.config.ack_policy != "none":
-            delay = 0.5 + host.bus.randomness.child("restore").randrange(1000) / 1000
-            aw = host.config.ack_wait or C.DEFAULT_ACK_WAIT
-            if aw / 1e9 < delay:
-                delay = aw / 1e9 + 0.001
-            self._timer_at = host.clock.time_ns() + int(delay * 1e9)
-            self._timer = host.clock.call_later(delay, self.check_pending)
+            self._arm()
 
     # ------------------------------------------------------------------ deliveries
 

@@ -23,8 +23,9 @@ Invariants:
   left and go out after the commit that carries it (``Stream.confirm_after_commit``), with the
   stream's pub acks; a crash before that commit loses ack and reply together.
 * Restoring follows nats-server's file store: pending timestamps come back truncated to whole
-  seconds, the redelivery queue (NAKs) is not kept, and the first ack-wait check runs 0.5–1.5 s
-  after the restart (sooner when the ack wait is shorter). An auto-named ephemeral now shows
+  seconds, the redelivery queue (NAKs) is not kept, and the first ack-wait check runs at once
+  (a wait that ran out while the server was down is over now; the others end at their
+  deadlines). An auto-named ephemeral now shows
   its name in the config; a ``last_per_subject`` consumer resumes like a plain one from its
   position, its pending counted once as the subjects whose last message is still ahead.
   Ephemerals come back too and are then removed by their inactivity threshold, as nats-server
