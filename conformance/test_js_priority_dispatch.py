@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conformance.jshelpers import JsClient, encode, parse_msg
-from conformance.rawclient import split_frames
+from conformance.jshelpers import JsClient, encode
+from conformance.jshelpers import Sub as Inbox
 from conformance.test_js_consumer_priority import S, data_of, info, setup, silent
-from conformance.test_js_consumer_pull import Inbox
 
 ATTEMPTS = 3
 PRIORITIZED = {"priority_groups": ["A"], "priority_policy": "prioritized"}
@@ -31,8 +30,7 @@ OVERFLOW = {"priority_groups": ["A"], "priority_policy": "overflow"}
 
 def together(js: JsClient, next_subject: str, *bodies: Any) -> list[Inbox]:
     """Pull requests for ``bodies`` in one write (one read on the server)."""
-    inboxes = [Inbox(js) for _ in bodies]
-    keep(js, js.raw.barrier())  # the SUBs are in
+    inboxes = [Inbox(js) for _ in bodies]  # each SUB in place
     frames = b""
     for inbox, body in zip(inboxes, bodies):
         data = encode(body)
@@ -49,16 +47,9 @@ def one_by_one(js: JsClient, next_subject: str, *bodies: Any) -> list[Inbox]:
         data = encode(body)
         js.raw.send(f"PUB {next_subject} {inbox.subject} {len(data)}\r\n".encode()
                     + data + b"\r\n")
-        keep(js, js.raw.barrier())
+        js.sync()
         out.append(inbox)
     return out
-
-
-def keep(js: JsClient, data: bytes) -> None:
-    """Deliveries read while waiting for a PONG stay readable through the inboxes."""
-    for frame in split_frames(data):
-        if frame.startswith((b"MSG ", b"HMSG ")):
-            js._pending.append(parse_msg(frame))
 
 
 def attempts(js: JsClient, stream_name: str, case: Callable[[str], None]) -> None:

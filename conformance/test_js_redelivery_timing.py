@@ -44,9 +44,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance.helpers import SpawnFn
-from conformance.jshelpers import JsClient, unique_name
+from conformance.jshelpers import JsClient, ack_fields, unique_name
+from conformance.jshelpers import Sub as Inbox
 from conformance.servers import Endpoint
-from conformance.test_js_consumer_pull import Inbox, ack_fields
 
 S = 1_000_000_000
 EXAMPLES = int(os.environ.get("MINIJS_TIMING_EXAMPLES", "10"))
