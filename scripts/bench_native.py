@@ -27,11 +27,13 @@ pub->sub, where publishers send as fast as they can (throughput mode, queueing i
 ``--memory`` adds bytes of RSS per stored message (memory stream; 16 B, 128 B, 1 KiB payloads,
 with and without headers), each in a fresh server, and the RSS of a minijs holding
 ``--million-count`` small messages, extrapolated to 1,000,000 unless that is the count.
+``--load N`` adds a row loading N acked 32-byte messages into a memory stream (async publish,
+``--window`` in flight): ``--load 1000000`` is the million-message load of issue 30's goals.
 
     python scripts/bench_native.py [--count 20000] [--rounds 1] [--scenarios pub,js-pull]
                                    [--pubs N] [--subs M]
                                    [--targets minijs,nats-server] [--loop asyncio,uvloop]
-                                   [--memory] [--memory-only]
+                                   [--load 1000000] [--memory] [--memory-only]
                                    [--memory-count 50000] [--million-count 200000]
                                    [--out scripts/output/bench_native] [--no-install]
 
@@ -185,6 +187,8 @@ class Scenario:
     #: Fraction of ``--count`` this scenario handles (round-trip modes are slower).
     share: float = 1.0
     headers: bool = False
+    #: A fixed message count (the ``--load`` row), ``--count`` and the byte budget aside.
+    messages: int | None = None
 
     @property
     def key(self) -> str:
@@ -195,9 +199,13 @@ class Scenario:
             parts.append(f"{self.pubs}x{self.subs}")
         if self.headers:
             parts.append("hdr")
+        if self.messages is not None:
+            parts.append(f"load {self.messages:,}")
         return " ".join(parts)
 
     def count(self, total: int) -> int:
+        if self.messages is not None:
+            return self.messages
         n = max(1, round(total * self.share))
         return max(1, min(n, BYTE_BUDGET // self.size))
 
@@ -601,6 +609,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--loop", default="",
                    help="run minijs with --loop NAME (asyncio or uvloop); asyncio,uvloop runs "
                    "both beside nats-server and compares them (default: minijs picks)")
+    p.add_argument("--load", type=int, default=0, metavar="N",
+                   help="add a row loading N acked 32-byte messages into a memory stream "
+                   "(js-pub-async, --window in flight; 1000000 for the issue's 1M load)")
     p.add_argument("--memory", action="store_true", help="also measure RSS per stored message")
     p.add_argument("--memory-only", action="store_true", help="only the memory figures")
     p.add_argument("--memory-count", type=int, default=50000,
@@ -624,6 +635,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.loops and "minijs" not in args.targets:
         p.error("--loop needs the minijs target")
     fanout = [n for n in (args.pubs, args.subs) if n is not None]
+    if args.load < 0:
+        p.error("--load must not be negative")
     if min(args.count, args.rounds, args.window, args.memory_count, *fanout) < 1:
         p.error("--count, --rounds, --window, --memory-count, --pubs and --subs must be positive")
     if args.memory_only:
@@ -635,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     scenarios = [] if args.memory_only else select(
         with_fanout(build_scenarios(), args.pubs, args.subs), args.scenarios)
+    if args.load and not args.memory_only:
+        scenarios.append(Scenario("js-pub-async", 32, messages=args.load))
     if args.scenarios and not scenarios and not args.memory_only:
         print(f"--scenarios {args.scenarios!r}: no scenario matches", file=sys.stderr)
         return 2
