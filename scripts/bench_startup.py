@@ -2,7 +2,7 @@
 """How fast a server is ready for a test: minijs in-process, minijs spawned, nats-server spawned.
 
     python scripts/bench_startup.py [--runs 50] [--spawns 10] [--fixtures 50] [--fresh 1000]
-                                    [--loop asyncio,uvloop]
+                                    [--isolation 20] [--loop asyncio,uvloop]
 
 In-process: ``Server(port=0)``, ``await start()``, then a TCP connect that reads the INFO line
 (the moment a client can really talk to it), then ``stop()``. Spawned: from ``Popen`` until the
@@ -18,6 +18,16 @@ Fresh servers: ``--fresh`` times start, connect (read INFO), stop, summed. ``--l
 spawns ``minijs --loop NAME``; with two names the second adds rows ``minijs --loop NAME``. Prints a plain-text
 table with medians, p90s, minimums and ratios.
 
+Per-test isolation (``--isolation N`` tests per way, 0 skips it): what a harness outside
+Python pays to give each test a clean server, for one small test body (a nats-py client
+connects, creates a memory stream, publishes 5 messages with acks, fetches them through a
+pull consumer and acks them, closes). Three ways, interleaved test by test: ``nats-server -js``
+spawned per test (``Popen``, its listening line, the body, ``kill``, reap, its store removed),
+``minijs -js`` spawned per test the same way, and one long-lived ``minijs -js --control``
+with a ``$MINIJS.RESET`` request at the end of each test (the body's own connection sends it
+before closing). Beside them, the body alone against a long-lived server of each kind (no
+isolation at all), so the isolation's own cost per test is the difference.
+
 Child interpreters inherit this environment; when ``PYTHONDONTWRITEBYTECODE`` is set they
 are given a private ``PYTHONPYCACHEPREFIX`` instead (so the spawn figures are those of an
 installed package with its bytecode cached, not of recompiling every module each time).
@@ -26,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import socket
@@ -36,6 +47,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,6 +58,7 @@ GOAL_MS = 1.0  # in-process start()
 FIXTURE_GOAL_MS = 5.0  # 10 streams created and torn down
 FRESH_GOAL_S = 10.0  # 1,000 fresh servers
 SPAWN_GOAL_RATIO = 3.0  # minijs -js spawn -> INFO within 3x nats-server's
+FLOOR_GOAL_RATIO = 1.2  # minijs -js spawn -> INFO within 1.2x the asyncio floor's
 
 _LISTEN_RE = re.compile(rb"Listening for client connections on (\S+):(\d+)")
 
@@ -197,6 +210,140 @@ def spawn_until_info(argv: list[str], env: dict[str, str] | None = None) -> floa
         proc.communicate(timeout=10)
 
 
+#: Messages the isolation test body publishes and consumes.
+BODY_MESSAGES = 5
+
+
+async def test_body(url: str, reset: bool = False) -> None:
+    """One small JetStream test: connect, a memory stream, 5 acked publishes, a pull consumer
+    fetching and acking them; with ``reset``, ``$MINIJS.RESET`` before the client closes."""
+    import nats
+
+    nc = await nats.connect(url, allow_reconnect=False)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="ORDERS", subjects=["orders.>"], storage="memory")
+        for i in range(BODY_MESSAGES):
+            ack = await js.publish(f"orders.{i}", b"order %d" % i)
+            assert ack.seq == i + 1, ack
+        sub = await js.pull_subscribe("orders.>", durable="worker")
+        msgs = await sub.fetch(BODY_MESSAGES, timeout=5)
+        assert [m.data for m in msgs] == [b"order %d" % i for i in range(BODY_MESSAGES)]
+        for m in msgs:
+            await m.ack()
+        if reset:
+            reply = await nc.request("$MINIJS.RESET", b"{}", timeout=5)
+            assert json.loads(reply.data) == {"reset": True}, reply.data
+    finally:
+        await nc.close()
+
+
+async def spawn_listening(argv: list[str], env: dict[str, str] | None
+                          ) -> tuple[asyncio.subprocess.Process, int]:
+    """A server process and the client port its listening line names."""
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    while True:
+        line = await proc.stderr.readline()
+        if not line:
+            await proc.wait()
+            raise RuntimeError(f"{argv[0]} exited before it listened")
+        m = _LISTEN_RE.search(line)
+        if m:
+            return proc, int(m.group(2))
+
+
+async def drain(proc: asyncio.subprocess.Process) -> None:
+    """Read a server's log until it ends (so its writes never block)."""
+    assert proc.stderr is not None
+    while await proc.stderr.read(65536):
+        pass
+
+
+async def spawned_test(argv: list[str], env: dict[str, str] | None) -> float:
+    """Milliseconds for one test on a server spawned for it: spawn, listening line, the body,
+    kill, reap, store removed."""
+    store = tempfile.mkdtemp(prefix="minijs-bench-isolation-")
+    t0 = time.perf_counter()
+    proc, port = await spawn_listening(argv + ["-sd", store], env)
+    drainer = asyncio.ensure_future(drain(proc))
+    try:
+        await test_body(f"nats://127.0.0.1:{port}")
+    finally:
+        proc.kill()
+        await proc.wait()
+        await drainer
+        shutil.rmtree(store, ignore_errors=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+async def isolation(tests: int, commands: dict[str, list[str]],
+                    env: dict[str, str] | None) -> dict[str, list[float]]:
+    """ms per test for each isolation way (see the module docstring), interleaved."""
+    store = tempfile.mkdtemp(prefix="minijs-bench-isolation-")
+    minijs_js = commands["minijs -js"][:-2]  # without its -sd
+    long_lived = {"minijs -js --control": minijs_js + ["--control", "-sd",
+                                                       os.path.join(store, "m")]}
+    nats_js = commands.get("nats-server -js")
+    if nats_js:
+        long_lived["nats-server -js"] = nats_js[:-2] + ["-sd", os.path.join(store, "n")]
+    running: dict[str, tuple[asyncio.subprocess.Process, int, asyncio.Future]] = {}
+    out: dict[str, list[float]] = {}
+    try:
+        for name, argv in long_lived.items():
+            proc, port = await spawn_listening(argv, env)
+            running[name] = (proc, port, asyncio.ensure_future(drain(proc)))
+        minijs_url = f"nats://127.0.0.1:{running['minijs -js --control'][1]}"
+        ways: dict[str, Any] = {}
+        if nats_js:
+            ways["nats-server -js: spawn per test"] = lambda: spawned_test(nats_js[:-2], env)
+        ways["minijs -js: spawn per test"] = lambda: spawned_test(minijs_js, env)
+
+        async def reset_test() -> float:
+            t0 = time.perf_counter()
+            await test_body(minijs_url, reset=True)
+            return (time.perf_counter() - t0) * 1000
+
+        ways["minijs -js --control: one server, $MINIJS.RESET per test"] = reset_test
+        for name in long_lived:
+            url = f"nats://127.0.0.1:{running[name][1]}"
+
+            async def body_only(url: str = url, name: str = name) -> float:
+                t0 = time.perf_counter()
+                await test_body(url)
+                elapsed = (time.perf_counter() - t0) * 1000
+                await _cleanup(url)  # not timed: the next body needs the names free
+                return elapsed
+
+            ways[f"{name.split()[0]}: body alone on a long-lived server (no isolation)"] = \
+                body_only
+        out = {name: [] for name in ways}
+        for i in range(tests + 1):  # the first round warms caches; not counted
+            for name, way in ways.items():
+                elapsed = await way()
+                if i:
+                    out[name].append(elapsed)
+    finally:
+        for proc, _, drainer in running.values():
+            proc.kill()
+            await proc.wait()
+            await drainer
+        shutil.rmtree(store, ignore_errors=True)
+    return out
+
+
+async def _cleanup(url: str) -> None:
+    """Delete the body's stream (what isolation would do), for the no-isolation rows."""
+    import nats
+
+    nc = await nats.connect(url, allow_reconnect=False)
+    try:
+        await nc.jetstream().delete_stream("ORDERS")
+    finally:
+        await nc.close()
+
+
 def run_once(argv: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
@@ -244,6 +391,28 @@ def minijs_argv() -> list[str]:
     return base + ["-a", "127.0.0.1", "-p", "-1"]
 
 
+def print_isolation(isolated: dict[str, list[float]]) -> None:
+    """Per-test isolation medians, their ratios to nats-server's spawn, and the goal."""
+    med = {name: statistics.median(values) for name, values in isolated.items()}
+    reset = med["minijs -js --control: one server, $MINIJS.RESET per test"]
+    spawn_minijs = med["minijs -js: spawn per test"]
+    body_minijs = med["minijs: body alone on a long-lived server (no isolation)"]
+    print(f"per-test isolation (medians): minijs spawn {spawn_minijs:.1f} ms, minijs reset "
+          f"{reset:.1f} ms (isolation itself {reset - body_minijs:+.1f} ms over the body's "
+          f"{body_minijs:.1f} ms)")
+    spawn_nats = med.get("nats-server -js: spawn per test")
+    if spawn_nats is None:
+        return
+    body_nats = med["nats-server: body alone on a long-lived server (no isolation)"]
+    print(f"  nats-server spawn per test {spawn_nats:.1f} ms (isolation itself "
+          f"{spawn_nats - body_nats:+.1f} ms over the body's {body_nats:.1f} ms); "
+          f"ratios to it: minijs spawn {spawn_minijs / spawn_nats:.2f}x, minijs reset "
+          f"{reset / spawn_nats:.2f}x")
+    verdict = "met" if reset < spawn_nats else "MISSED"
+    print(f"goal: a minijs reset between tests cheaper than nats-server's spawn per test: "
+          f"{verdict} ({reset / spawn_nats:.2f}x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=50, help="in-process starts (default 50)")
@@ -252,6 +421,9 @@ def main() -> int:
                         help="10-stream fixtures (default 50)")
     parser.add_argument("--fresh", type=int, default=1000,
                         help="fresh in-process servers (default 1000)")
+    parser.add_argument("--isolation", type=int, default=20,
+                        help="tests per isolation way: spawn per test vs $MINIJS.RESET "
+                        "(default 20; 0 skips)")
     parser.add_argument("--loop", default="",
                         help="spawn minijs with --loop NAME (asyncio or uvloop); asyncio,uvloop "
                         "adds rows for the second (default: minijs picks its loop)")
@@ -300,6 +472,7 @@ def main() -> int:
                 floor_info[name].append(spawn_until_info(argv, env))
     finally:
         shutil.rmtree(store, ignore_errors=True)
+    isolated = asyncio.run(isolation(args.isolation, commands, env)) if args.isolation else {}
 
     rows = [
         (f"minijs in-process start() ({args.runs} runs)", inproc["start"]),
@@ -320,6 +493,8 @@ def main() -> int:
     for name in servers:
         rows.append((f"asyncio floor: {name} spawn -> INFO ({args.spawns} runs)",
                      floor_info[name]))
+    for name, values in isolated.items():
+        rows.append((f"per test: {name} ({args.isolation})", values))
     width = max(len(name) for name, _ in rows)
     print(f"python {sys.version.split()[0]} on {sys.platform}, {os.cpu_count()} cpus"
           + (f", bytecode cache in {env['PYTHONPYCACHEPREFIX']}"
@@ -353,6 +528,12 @@ def main() -> int:
               f"{verdict}")
     else:
         print("nats-server not found: no comparison")
+    ratio = js_info / aio_floor
+    verdict = "met" if ratio <= FLOOR_GOAL_RATIO else "MISSED"
+    print(f"goal: minijs -js spawn -> INFO within {FLOOR_GOAL_RATIO:g}x the asyncio floor: "
+          f"{verdict} ({ratio:.2f}x)")
+    if isolated:
+        print_isolation(isolated)
     verdict = "met" if start_median < GOAL_MS else "MISSED"
     print(f"goal: in-process start() median < {GOAL_MS:g} ms: {verdict} ({start_median:.3f} ms;"
           f" to INFO {info_median:.3f} ms)")
