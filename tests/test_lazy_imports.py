@@ -19,7 +19,7 @@ DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers",
             "minijs.jetstream.api.streams", "minijs.jetstream.streams.stream",
             "minijs.jetstream.consumers.consumer", "minijs.jetstream.config.stream", "minijs.jetstream.errors",
             "minijs.jetstream.mirrors", "minijs.jetstream.store.memory",
-            "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.monitor",
+            "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.confsyntax", "minijs.monitor",
             "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers", "minijs.auth",
             "nacl", "nkeys", "minijs.core.route_transport", "minijs.core.route_conn",
             "minijs.core.routes", "minijs.protocol.routeproto", "minijs.routeconfig")
