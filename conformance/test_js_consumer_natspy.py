@@ -55,8 +55,11 @@ async def test_js_natspy_fetch_times_out(target: str, js_nats: NatsFactory,
             await sub.fetch(1, timeout=0.5)
         with pytest.raises(nats.errors.TimeoutError):
             await sub.fetch(5, timeout=0.5)
+        # an empty fetch's long request may wait on the server until it expires (0.5 s);
+        # under load it could outlive the client's timeout and take the next message
+        await asyncio.sleep(0.6)
         await js.publish(f"{p}.x", b"late")
-        [m] = await sub.fetch(5, timeout=1)
+        [m] = await sub.fetch(5, timeout=5)
         assert m.data == b"late"
     finally:
         await js.delete_stream(stream_name)
@@ -117,9 +120,10 @@ async def test_js_natspy_nak_redelivers(target: str, js_nats: NatsFactory,
     try:
         await js.publish(f"{p}.n", b"again")
         sub = await js.pull_subscribe(f"{p}.n", durable="nak")
-        [m] = await sub.fetch(1, timeout=1)
+        [m] = await sub.fetch(1, timeout=5)
         await m.nak()
-        [r] = await sub.fetch(1, timeout=1)
+        # (generous timeouts: the message is there at once; a loaded machine may be slow)
+        [r] = await sub.fetch(1, timeout=5)
         assert r.data == b"again" and r.metadata.num_delivered == 2
         await r.term()
         await nc.flush()
