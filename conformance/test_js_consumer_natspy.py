@@ -127,7 +127,13 @@ async def test_js_natspy_nak_redelivers(target: str, js_nats: NatsFactory,
         assert r.data == b"again" and r.metadata.num_delivered == 2
         await r.term()
         await nc.flush()
-        info = await js.consumer_info(stream_name, "nak")
+        # nats-server applies an ack in the consumer's own goroutine: an info right after it
+        # may not show it yet
+        for _ in range(50):
+            info = await js.consumer_info(stream_name, "nak")
+            if info.num_ack_pending == 0:
+                break
+            await asyncio.sleep(0.05)
         assert info.num_ack_pending == 0 and info.num_redelivered == 0
     finally:
         await js.delete_stream(stream_name)
