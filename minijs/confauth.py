@@ -8,7 +8,7 @@ from typing import Any
 
 from minijs.auth import nkeys
 from minijs.authconfig import CONNECTION_TYPES
-from minijs.confsyntax import ConfigError, go_type
+from minijs.confsyntax import ConfigError, go_type, string_or_strings
 
 
 def fail_at_key(mapper: Any, e: Any, message: str) -> ConfigError:
@@ -20,18 +20,11 @@ def connection_types(mapper: Any, e: Any) -> tuple[str, ...]:
     """``allowed_connection_types``: a string or strings, upper-cased; an unknown one is
     nats-server's ``invalid connection types [...]``."""
     n = e.node
-    if n.kind == "string":
-        items = [n.value]
-    elif n.kind == "array":
-        items = []
-        for item in n.value:
-            if item.kind != "string":
-                raise mapper.fail(item, "error parsing allowed connection types: unsupported "
-                                        "type in array")
-            items.append(item.value)
-    else:
-        raise fail_at_key(mapper, e, "error parsing allowed connection types: unsupported "
-                                     f"type {go_type(n)}")
+    items = string_or_strings(
+        n, lambda item: mapper.fail(item, "error parsing allowed connection types: "
+                                          "unsupported type in array"),
+        lambda: fail_at_key(mapper, e, "error parsing allowed connection types: unsupported "
+                                       f"type {go_type(n)}"))
     bad = [t for t in items if t.upper() not in CONNECTION_TYPES]
     if bad:
         shown = " ".join(f'"{t}"' for t in bad)
@@ -91,17 +84,10 @@ def operator_option(mapper: Any, key: str, e: Any) -> None:
                              "cache (directory) resolvers are nats-server settings minijs "
                              "does not support")
     # operator
-    if n.kind == "string":
-        names = [n.value]
-    elif n.kind == "array":
-        names = []
-        for item in n.value:
-            if item.kind != "string":
-                raise mapper.fail(e, "error parsing operators: unsupported type *conf.token "
-                                     "where string is expected")
-            names.append(item.value)
-    else:
-        raise mapper.fail(e, f"error parsing operators: unsupported type {go_type(n)}")
+    names = string_or_strings(
+        n, lambda _: mapper.fail(e, "error parsing operators: unsupported type *conf.token "
+                                    "where string is expected"),
+        lambda: mapper.fail(e, f"error parsing operators: unsupported type {go_type(n)}"))
     tokens = []
     for name in names:
         try:

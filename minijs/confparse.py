@@ -39,6 +39,7 @@ from minijs.confsyntax import (
     go_type,
     parse_duration,
     parse_text,
+    string_or_strings,
 )
 
 __all__ = ["ConfigError", "load_config", "parse_config", "parse_text"]
@@ -303,17 +304,10 @@ class _Mapper:
         """``server_tags``: a string or a list of strings, each trimmed and lower-cased, the
         repeats dropped (nats-server's ``TagList.Add``), with its refusals of other types."""
         n = e.node
-        if n.kind == "string":
-            items = [n.value]
-        elif n.kind == "array":
-            items = []
-            for item in n.value:
-                if item.kind != "string":
-                    raise self.fail(e, "error parsing tags: unsupported type *conf.token where "
-                                       "string is expected")
-                items.append(item.value)
-        else:
-            raise self.fail(e, f"error parsing tags: unsupported type {go_type(n)}")
+        items = string_or_strings(
+            n, lambda _: self.fail(e, "error parsing tags: unsupported type *conf.token where "
+                                      "string is expected"),
+            lambda: self.fail(e, f"error parsing tags: unsupported type {go_type(n)}"))
         tags: list[str] = []
         for text in items:
             tag = text.strip().lower()

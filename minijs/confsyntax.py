@@ -17,13 +17,13 @@ import bisect
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from minijs.configerror import ConfigError
 from minijs.protocol.gotime import parse_duration as go_parse_duration
 
 __all__ = ["ConfigError", "Entry", "MapNode", "Node", "go_type", "parse_duration", "parse_text",
-           "to_python"]
+           "string_or_strings", "to_python"]
 
 
 # ----------------------------------------------------------------------------- syntax tree
@@ -376,6 +376,25 @@ def to_python(node: Node | MapNode) -> Any:
     if node.kind == "array":
         return [to_python(n) for n in node.value]
     return node.value
+
+
+
+def string_or_strings(node: Node, not_a_string: Callable[[Node], Exception],
+                      neither: Callable[[], Exception]) -> list[str]:
+    """A value that is a string or an array of strings, as nats-server's option readers take
+    one (``case string:`` / ``case []any:``): its strings, or the error ``not_a_string(item)``
+    makes for an array item of another type, or ``neither()`` for a value of another type
+    (each reader words and places its errors its own way)."""
+    if node.kind == "string":
+        return [node.value]
+    if node.kind != "array":
+        raise neither()
+    items = []
+    for item in node.value:
+        if item.kind != "string":
+            raise not_a_string(item)
+        items.append(item.value)
+    return items
 
 
 def go_type(node: Node) -> str:
