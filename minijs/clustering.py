@@ -391,13 +391,10 @@ class Cluster:
     def _resolve_loop_clock(self) -> None:
         """``loop_clock=True``: the loop the cluster starts in runs on the cluster's clock
         (the loop's own if another server put it on server time already)."""
-        from minijs.loopclock import installed_clock
+        from minijs.loopclock import running_loop_clock
 
-        loop = asyncio.get_running_loop()
-        clock = installed_clock(loop)
-        if clock is None:
-            self.clock.install(loop)  # type: ignore[attr-defined]
-        elif clock is not self.clock:
+        clock = running_loop_clock(self.clock)  # type: ignore[arg-type]
+        if clock is not self.clock:
             self.clock = clock
             self.network.clock = clock
             for node in self.nodes:

@@ -71,6 +71,18 @@ def installed_clock(loop: asyncio.AbstractEventLoop) -> "LoopClock | None":
     return getattr(loop, _CLOCK_ATTR, None)
 
 
+def running_loop_clock(clock: "LoopClock") -> "LoopClock":
+    """The clock of the running loop for a server (or cluster) built with ``clock``: the
+    loop's own when another server put it on server time already, else ``clock``, installed
+    on the loop now."""
+    loop = asyncio.get_running_loop()
+    current = installed_clock(loop)
+    if current is None:
+        clock.install(loop)
+        return clock
+    return current
+
+
 # ---------------------------------------------------------------------- time.monotonic
 
 _real_monotonic = time.monotonic

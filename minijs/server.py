@@ -173,13 +173,10 @@ class Server(Router):
     def _resolve_loop_clock(self) -> None:
         """The clock of the loop the server starts in: the loop's own when another server
         put it on server time already, else this server's (installed now)."""
-        from minijs.loopclock import installed_clock
+        from minijs.loopclock import running_loop_clock
 
-        loop = asyncio.get_running_loop()
-        clock = installed_clock(loop)
-        if clock is None:
-            self.clock.install(loop)  # type: ignore[attr-defined]
-        elif clock is not self.clock:
+        clock = running_loop_clock(self.clock)  # type: ignore[arg-type]
+        if clock is not self.clock:
             self.clock = clock
             clock.draw_ties_from(self.randomness.child("timers"))
         self._loop_clock = None
