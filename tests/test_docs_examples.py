@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from docexamples import run_python_example
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: Pages whose examples their own test runs (not run twice).
@@ -119,19 +121,7 @@ def test_python_example(block: Block, tmp_path: Path) -> None:
     code = block.code
     if "pyspark" in code:
         pytest.importorskip("pyspark", reason="the Spark example needs the 'spark' extra")
-    if re.search(r"^(async )?def test_", code, re.M):
-        path = tmp_path / "test_docs_example.py"
-        path.write_text(code)
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function",
-               str(path)]
-    else:
-        path = tmp_path / "example.py"
-        path.write_text(code)
-        cmd = [sys.executable, str(path)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=dict(os.environ), capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_python_example(code, tmp_path)
 
 
 @pytest.mark.parametrize("block", by("json"), ids=_id)

@@ -2,16 +2,14 @@
 pytest with the minijs plugin (as tests/test_readme.py runs the README's)."""
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from docexamples import python_blocks, run_python_example
+
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "time.md"
-_BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
-PYTHON = [code for kind, code in _BLOCK.findall(PAGE.read_text()) if kind == "python"]
+PYTHON = python_blocks(PAGE.read_text())
 
 
 def test_page_has_examples() -> None:
@@ -20,15 +18,4 @@ def test_page_has_examples() -> None:
 
 @pytest.mark.parametrize("code", PYTHON, ids=[f"example{i}" for i in range(len(PYTHON))])
 def test_docs_time_example(code: str, tmp_path: Path) -> None:
-    if re.search(r"^(async )?def test_", code, re.M):
-        path = tmp_path / "test_docs_example.py"
-        path.write_text(code)
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function",
-               str(path)]
-    else:
-        path = tmp_path / "example.py"
-        path.write_text(code)
-        cmd = [sys.executable, str(path)]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_python_example(code, tmp_path)
