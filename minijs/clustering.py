@@ -85,6 +85,13 @@ class Node:
     def server_id(self) -> str:
         return self.server.server_id
 
+    @property
+    def monitor_port(self) -> int | None:
+        """This node's monitoring port (each node has its own: ``http_port=P`` puts node
+        ``i`` on ``P + i``, ``http_port=-1`` on free ports), or None without monitoring."""
+        monitor = self.server.monitor
+        return monitor.port if monitor is not None else None
+
     def __repr__(self) -> str:
         return f"<Node {self.name} {'up' if self.up else 'down'} {self.client_url}>"
 

@@ -1130,6 +1130,11 @@ class ThreadNode:
     def up(self) -> bool:
         return self._node().up
 
+    @property
+    def monitor_port(self) -> int | None:
+        """This node's monitoring port, or None without monitoring."""
+        return self._node().monitor_port
+
     def kill(self) -> None:
         self._thread.call(lambda: self._node().kill())
 
