@@ -58,6 +58,10 @@ class ConnectionOwner(Protocol):
     def remove_subscription(self, sub: Subscription) -> None: ...
     def publish(self, subject: bytes, reply: bytes | None, header: bytes | None,
                 payload: bytes, origin: "Connection | None" = None) -> int: ...
+    def publish_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
+                    origin: "Connection") -> None:
+        """Route a run of a client's messages on one subject, without headers, in order, each
+        as :meth:`publish` would (the connection has counted them in)."""
     def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
     def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
                        header: bytes | None, payload: bytes, origin: "Connection | None"
@@ -457,11 +461,20 @@ class Connection(asyncio.Protocol):
         """
         server = self.server
         tracing = server.log.trace_enabled
-        for op in ops:
+        count = len(ops)
+        i = 0
+        while i < count:
+            op = ops[i]
+            i += 1
             kind = op[0]
             if kind == OP_PUB:  # first: most reads are nothing else
-                if tracing and not self.closed:
-                    self._trace_in(op)
+                if tracing:
+                    if not self.closed:
+                        self._trace_in(op)
+                elif i < count and (nxt := ops[i])[0] == OP_PUB and nxt[1] == op[1]:
+                    # Two or more PUBs on one subject in a row: routed as a run.
+                    i = self._publish_run(ops, i - 1, count)
+                    continue
                 self._publish(op[1], op[2], None, op[3])
                 continue
             if self.closed:
@@ -739,6 +752,63 @@ class Connection(asyncio.Protocol):
             server.publish(subject, reply, header, payload, self)
         if type(payload) is Sized:
             payload.size = None  # only this publish's deliveries repeat the client's tokens
+
+    def _publish_run(self, ops: list[tuple], start: int, count: int) -> int:
+        """Route the PUBs on one subject that follow each other in ``ops`` from ``start`` (at
+        least two) as one run; return the index of the first op it did not take.
+
+        The run has exactly the per-message effects of :meth:`_publish`, in order: what
+        depends only on the subject (its mapping, reserved prefixes, publish permission, an
+        empty token, verbose) is decided once, and a run is only taken when all of it lets
+        every message through unchanged (otherwise each message goes alone). It ends before
+        the first message that would need more than routing: a reply subject in a reserved
+        namespace or with an empty token, or a payload that repeats the client's size tokens
+        (:class:`~minijs.protocol.wire.Sized`); that one goes alone through :meth:`_publish`,
+        then the read goes on. The router routes the run (:meth:`ConnectionOwner.publish_run`).
+        """
+        subject = ops[start][1]
+        first = subject[0]
+        perms = self.perms
+        if (self.verbose or self.mappings is not None
+                or ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES))
+                or (perms is not None and perms.checks_publish
+                    and perms.pub_cache.get(subject) is not True)
+                or first == 46 or subject[-1] == 46 or subject.partition(b"..")[1]):
+            op = ops[start]
+            self._publish(subject, op[2], None, op[3])
+            return start + 1
+        replies: list[bytes | None] = []
+        payloads: list[bytes] = []
+        size = 0
+        check_empty = self.no_responders
+        stop = start
+        while stop < count:
+            op = ops[stop]
+            if op[0] != OP_PUB or op[1] != subject:
+                break
+            reply = op[2]
+            payload = op[3]
+            if type(payload) is not bytes or (reply is not None and (
+                    reply.startswith(RESERVED_REPLY_PREFIXES) or (check_empty and (
+                        # has_empty_token(reply), inlined: once per message of a run
+                        reply[0] == 46 or reply[-1] == 46 or reply.partition(b"..")[1])))):
+                break
+            replies.append(reply)
+            payloads.append(payload)
+            size += len(payload)
+            stop += 1
+        if stop - start < 2:
+            op = ops[start]
+            self._publish(subject, op[2], None, op[3])
+            return start + 1
+        n = stop - start
+        self.in_msgs += n
+        self.in_bytes += size
+        stats = self.server.stats
+        stats.in_msgs += n
+        stats.in_bytes += size
+        self.server.publish_run(subject, replies, payloads, self)
+        return stop
 
     def _publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
                         header: bytes | None, payload: bytes) -> None:

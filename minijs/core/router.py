@@ -423,6 +423,62 @@ class Router(InternalSubscriptions):
             self.no_responders(subject, reply, origin)
         return delivered
 
+    def publish_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
+                    origin: Connection) -> None:
+        """Route a run of ``origin``'s messages on one subject, without headers, in order, each
+        exactly as :meth:`publish` routes it: the subject is matched once, and the match holds
+        for the next message as long as the sublist still caches that very result (any
+        subscription that comes or goes on a matching subject drops it); when it does not, or
+        a fault rule or an account link could take a message, the rest go one by one."""
+        sublist = origin.sublist
+        n = len(payloads)
+        k = 0
+        if self.fault_hook is None and sublist.links is None:
+            cache = sublist.cache
+            result = cache.get(subject)
+            if result is None:
+                result = sublist.match(subject)
+            else:
+                sublist.cache_hits += 1
+            plain = result.plain
+            groups = result.groups
+            routes = self.routes
+            no_responders = origin.no_responders
+            stats = self.stats
+            receiver = plain[0] if len(plain) == 1 and not groups else None
+            if receiver is not None and receiver.conn is None:
+                # One internal receiver (a stream): its handler takes each message.
+                callback = receiver.callback
+                size = 0
+                while k < n:
+                    if receiver.closed or cache.get(subject) is not result:
+                        break
+                    if routes is not None:
+                        routes.gen += 1
+                    payload = payloads[k]
+                    callback(receiver, subject, replies[k], None, payload, origin)
+                    size += len(payload)
+                    k += 1
+                stats.out_msgs += k
+                stats.out_bytes += size
+            else:
+                while k < n:
+                    if k and cache.get(subject) is not result:
+                        break
+                    if routes is not None:
+                        routes.gen += 1
+                    reply = replies[k]
+                    delivered = (fan_out(self, result, subject, reply, None, payloads[k], origin)
+                                 if plain or groups else 0)
+                    k += 1
+                    if not delivered and reply and no_responders:
+                        self.no_responders(subject, reply, origin)
+            if k > 1:
+                sublist.cache_hits += k - 1  # as many matches as messages, as one by one
+        while k < n:
+            self.publish(subject, replies[k], None, payloads[k], origin)
+            k += 1
+
     # ----------------------------------------------------------------- message tracing
 
     def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
