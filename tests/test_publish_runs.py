@@ -126,3 +126,25 @@ async def test_receiver_closing_partway(server: Server) -> None:
     assert got == [b"00"]
     assert server.stats.out_msgs == 1
     writer.close()
+
+
+async def test_counters_move_message_by_message(server: Server) -> None:
+    """A receiver that reads the counters (as a ``$SYS`` statistics request does) sees each
+    message of a run counted in, and the ones before it delivered, as one by one."""
+    seen: list[tuple[int, int, int]] = []
+
+    def on_msg(sub, subject, reply, hdr, payload, origin):
+        stats = server.stats
+        seen.append((stats.in_msgs, stats.out_msgs, origin.in_msgs))
+
+    server.subscribe_internal(b"run.e", on_msg)
+    reader, writer = await _client(server)
+    await _roundtrip(reader, writer)
+    sublist = server.sublist
+    hits, misses = sublist.cache_hits, sublist.cache_misses
+    writer.write(_pubs(b"run.e", 3))
+    await _roundtrip(reader, writer)
+    assert seen == [(1, 0, 1), (2, 1, 2), (3, 2, 3)]
+    # /subsz's matches: one per message, the first a miss (a subject not matched before)
+    assert (sublist.cache_hits - hits, sublist.cache_misses - misses) == (2, 1)
+    writer.close()

@@ -61,7 +61,8 @@ class ConnectionOwner(Protocol):
     def publish_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
                     origin: "Connection") -> None:
         """Route a run of a client's messages on one subject, without headers, in order, each
-        as :meth:`publish` would (the connection has counted them in)."""
+        as :meth:`publish` would, counting each in (the connection's and the server's
+        ``in_msgs`` / ``in_bytes``) as :meth:`Connection._publish` does."""
     def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
     def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
                        header: bytes | None, payload: bytes, origin: "Connection | None"
@@ -779,7 +780,6 @@ class Connection(asyncio.Protocol):
             return start + 1
         replies: list[bytes | None] = []
         payloads: list[bytes] = []
-        size = 0
         check_empty = self.no_responders
         stop = start
         while stop < count:
@@ -795,18 +795,11 @@ class Connection(asyncio.Protocol):
                 break
             replies.append(reply)
             payloads.append(payload)
-            size += len(payload)
             stop += 1
         if stop - start < 2:
             op = ops[start]
             self._publish(subject, op[2], None, op[3])
             return start + 1
-        n = stop - start
-        self.in_msgs += n
-        self.in_bytes += size
-        stats = self.server.stats
-        stats.in_msgs += n
-        stats.in_bytes += size
         self.server.publish_run(subject, replies, payloads, self)
         return stop
 

@@ -426,11 +426,17 @@ class Router(InternalSubscriptions):
     def publish_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
                     origin: Connection) -> None:
         """Route a run of ``origin``'s messages on one subject, without headers, in order, each
-        exactly as :meth:`publish` routes it: the subject is matched once, and the match holds
-        for the next message as long as the sublist still caches that very result (any
-        subscription that comes or goes on a matching subject drops it); when it does not, or
-        a fault rule or an account link could take a message, the rest go one by one."""
+        exactly as :meth:`publish` routes it, and count each in (``origin``'s and the server's
+        ``in_msgs`` / ``in_bytes``) just before it is routed, as :meth:`Connection._publish
+        <minijs.core.connection.Connection._publish>` does: a receiver that reads the
+        counters partway (a ``$SYS`` statistics request) sees what it would one by one.
+
+        The subject is matched once, and the match holds for the next message as long as the
+        sublist still caches that very result (any subscription that comes or goes on a
+        matching subject drops it); when it does not, or a fault rule or an account link could
+        take a message, the rest go one by one through :meth:`publish`."""
         sublist = origin.sublist
+        stats = self.stats
         n = len(payloads)
         k = 0
         if self.fault_hook is None and sublist.links is None:
@@ -438,45 +444,50 @@ class Router(InternalSubscriptions):
             result = cache.get(subject)
             if result is None:
                 result = sublist.match(subject)
-            else:
-                sublist.cache_hits += 1
+                sublist.cache_hits -= 1  # (counted as a hit with every message below)
             plain = result.plain
             groups = result.groups
             routes = self.routes
             no_responders = origin.no_responders
-            stats = self.stats
             receiver = plain[0] if len(plain) == 1 and not groups else None
-            if receiver is not None and receiver.conn is None:
-                # One internal receiver (a stream): its handler takes each message.
-                callback = receiver.callback
-                size = 0
-                while k < n:
-                    if receiver.closed or cache.get(subject) is not result:
-                        break
-                    if routes is not None:
-                        routes.gen += 1
-                    payload = payloads[k]
-                    callback(receiver, subject, replies[k], None, payload, origin)
-                    size += len(payload)
-                    k += 1
-                stats.out_msgs += k
-                stats.out_bytes += size
-            else:
-                while k < n:
-                    if k and cache.get(subject) is not result:
-                        break
-                    if routes is not None:
-                        routes.gen += 1
-                    reply = replies[k]
-                    delivered = (fan_out(self, result, subject, reply, None, payloads[k], origin)
-                                 if plain or groups else 0)
-                    k += 1
-                    if not delivered and reply and no_responders:
-                        self.no_responders(subject, reply, origin)
-            if k > 1:
-                sublist.cache_hits += k - 1  # as many matches as messages, as one by one
+            if receiver is None or receiver.conn is not None:
+                receiver = None
+            while k < n:
+                if cache.get(subject) is not result:
+                    break
+                sublist.cache_hits += 1
+                reply = replies[k]
+                payload = payloads[k]
+                size = len(payload)
+                k += 1
+                origin.in_msgs += 1
+                origin.in_bytes += size
+                stats.in_msgs += 1
+                stats.in_bytes += size
+                if routes is not None:
+                    routes.gen += 1
+                if receiver is not None:
+                    # One internal receiver (a stream): fan_out's walk, written for one.
+                    if not receiver.closed:
+                        receiver.callback(receiver, subject, reply, None, payload, origin)
+                        stats.out_msgs += 1
+                        stats.out_bytes += size
+                        continue
+                    delivered = 0
+                elif plain or groups:
+                    delivered = fan_out(self, result, subject, reply, None, payload, origin)
+                else:
+                    delivered = 0
+                if not delivered and reply and no_responders:
+                    self.no_responders(subject, reply, origin)
         while k < n:
-            self.publish(subject, replies[k], None, payloads[k], origin)
+            payload = payloads[k]
+            size = len(payload)
+            origin.in_msgs += 1
+            origin.in_bytes += size
+            stats.in_msgs += 1
+            stats.in_bytes += size
+            self.publish(subject, replies[k], None, payload, origin)
             k += 1
 
     # ----------------------------------------------------------------- message tracing
