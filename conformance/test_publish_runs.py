@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conformance.helpers import RawFactory, ready, subscribe
 from conformance.jshelpers import JsClient
 from conformance.rawclient import hmsg, msg, pub, split_frames
@@ -89,14 +91,16 @@ def test_run_keeps_each_size_token(target: str, raw: RawFactory, subject: str) -
                                 + msg(subject, 1, b"ef"))
 
 
+@pytest.mark.parametrize("storage", ["memory", "file"])
 def test_run_into_a_stream_that_fills_up(
-    target: str, js: JsClient, js_server: Endpoint, raw: RawFactory, stream_name: str
+    target: str, js: JsClient, js_server: Endpoint, raw: RawFactory, stream_name: str,
+    storage: str
 ) -> None:
     """Six publishes in one write to a stream holding at most three messages (discard new):
     three acks with sequences 1-3, then the error ack for each of the rest, in order; a
     subscriber on the subject gets all six."""
     subject = f"{stream_name.lower()}.run"
-    js.create(stream_name, subjects=[f"{stream_name.lower()}.>"], storage="memory",
+    js.create(stream_name, subjects=[f"{stream_name.lower()}.>"], storage=storage,
               max_msgs=3, discard="new")
     client = ready(raw, js_server)
     subscribe(client, f"_INBOX.{stream_name}.*", 2)
@@ -117,3 +121,23 @@ def test_run_into_a_stream_that_fills_up(
                        "stream": stream_name, "seq": 0}
     assert watcher.barrier() == b"".join(
         msg(subject, 9, b"m%d" % i, reply=f"_INBOX.{stream_name}.{i}") for i in range(6))
+
+
+def test_run_acks_meet_auto_unsubscribe(
+    target: str, js: JsClient, js_server: Endpoint, raw: RawFactory, stream_name: str
+) -> None:
+    """The acks of a run go to an inbox subscription limited to three messages
+    (``UNSUB <sid> 3``): the first three acks arrive, in order, and nothing after them; all
+    six messages are stored."""
+    subject = f"{stream_name.lower()}.run"
+    js.create(stream_name, subjects=[f"{stream_name.lower()}.>"], storage="memory")
+    client = ready(raw, js_server)
+    subscribe(client, f"_INBOX.{stream_name}.*", 2)
+    client.send(b"UNSUB 2 3\r\n" + b"".join(
+        pub(subject, b"m%d" % i, reply=f"_INBOX.{stream_name}.{i}") for i in range(6)))
+    for i in range(3):
+        head, _, body = client.read_frame().partition(b"\r\n")
+        assert head.split()[1].decode() == f"_INBOX.{stream_name}.{i}"
+        assert json.loads(body) == {"stream": stream_name, "seq": i + 1}
+    assert js.api(f"STREAM.INFO.{stream_name}")["state"]["messages"] == 6
+    assert client.read_available(0.3) == b""

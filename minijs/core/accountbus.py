@@ -74,6 +74,9 @@ class AccountBus(InternalSubscriptions):
                 payload: bytes, origin: Any = None) -> int:
         return self.router.publish(subject, reply, header, payload, origin, self.sublist)
 
+    def publish_replies(self, replies: list[bytes], payloads: list[bytes]) -> None:
+        self.router.publish_replies(replies, payloads, self.sublist)
+
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:
         return self.router.deliver_as(target, subject, reply, hdr, data, self.sublist)

@@ -29,7 +29,7 @@ from minijs.config import (
 from minijs.core import msgtrace, services
 from minijs.core.connection import Connection
 from minijs.core.fanout import fan_out, receivers
-from minijs.core.sublist import InternalSubscriptions, Subscription, Sublist
+from minijs.core.sublist import InternalSubscriptions, MatchResult, Subscription, Sublist
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
 from minijs.randomness import RandomSource
@@ -436,50 +436,28 @@ class Router(InternalSubscriptions):
         matching subject drops it); when it does not, or a fault rule or an account link could
         take a message, the rest go one by one through :meth:`publish`."""
         sublist = origin.sublist
-        stats = self.stats
         n = len(payloads)
         k = 0
         if self.fault_hook is None and sublist.links is None:
-            cache = sublist.cache
-            result = cache.get(subject)
+            result = sublist.cache.get(subject)
             if result is None:
                 result = sublist.match(subject)
-                sublist.cache_hits -= 1  # (counted as a hit with every message below)
+                sublist.cache_hits -= 1  # (the walk counts each message as a hit)
             plain = result.plain
-            groups = result.groups
-            routes = self.routes
-            no_responders = origin.no_responders
-            receiver = plain[0] if len(plain) == 1 and not groups else None
-            if receiver is None or receiver.conn is not None:
+            # One internal receiver (a stream) is called directly; its run hooks around.
+            receiver = plain[0] if len(plain) == 1 and not result.groups else None
+            if receiver is not None and receiver.conn is not None:
                 receiver = None
-            while k < n:
-                if cache.get(subject) is not result:
-                    break
-                sublist.cache_hits += 1
-                reply = replies[k]
-                payload = payloads[k]
-                size = len(payload)
-                k += 1
-                origin.in_msgs += 1
-                origin.in_bytes += size
-                stats.in_msgs += 1
-                stats.in_bytes += size
-                if routes is not None:
-                    routes.gen += 1
-                if receiver is not None:
-                    # One internal receiver (a stream): fan_out's walk, written for one.
-                    if not receiver.closed:
-                        receiver.callback(receiver, subject, reply, None, payload, origin)
-                        stats.out_msgs += 1
-                        stats.out_bytes += size
-                        continue
-                    delivered = 0
-                elif plain or groups:
-                    delivered = fan_out(self, result, subject, reply, None, payload, origin)
-                else:
-                    delivered = 0
-                if not delivered and reply and no_responders:
-                    self.no_responders(subject, reply, origin)
+            hooks = receiver.run_hooks if receiver is not None else None
+            if hooks is None:
+                k = self._route_run(subject, replies, payloads, origin, result, receiver)
+            else:
+                hooks[0]()
+                try:
+                    k = self._route_run(subject, replies, payloads, origin, result, receiver)
+                finally:
+                    hooks[1]()
+        stats = self.stats
         while k < n:
             payload = payloads[k]
             size = len(payload)
@@ -489,6 +467,88 @@ class Router(InternalSubscriptions):
             stats.in_bytes += size
             self.publish(subject, replies[k], None, payload, origin)
             k += 1
+
+    def _route_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
+                   origin: Connection, result: MatchResult, receiver: Subscription | None
+                   ) -> int:
+        """:meth:`publish_run`'s walk while the sublist still caches ``result`` for
+        ``subject``; returns how many messages it routed."""
+        sublist = origin.sublist
+        cache = sublist.cache
+        stats = self.stats
+        routes = self.routes
+        no_responders = origin.no_responders
+        plain = result.plain
+        groups = result.groups
+        n = len(payloads)
+        k = 0
+        while k < n:
+            if cache.get(subject) is not result:
+                break
+            sublist.cache_hits += 1
+            reply = replies[k]
+            payload = payloads[k]
+            size = len(payload)
+            k += 1
+            origin.in_msgs += 1
+            origin.in_bytes += size
+            stats.in_msgs += 1
+            stats.in_bytes += size
+            if routes is not None:
+                routes.gen += 1
+            if receiver is not None:
+                # fan_out's walk, written for one internal receiver
+                if not receiver.closed:
+                    receiver.callback(receiver, subject, reply, None, payload, origin)
+                    stats.out_msgs += 1
+                    stats.out_bytes += size
+                    continue
+                delivered = 0
+            elif plain or groups:
+                delivered = fan_out(self, result, subject, reply, None, payload, origin)
+            else:
+                delivered = 0
+            if not delivered and reply and no_responders:
+                self.no_responders(subject, reply, origin)
+        return k
+
+    def publish_replies(self, replies: list[bytes], payloads: list[bytes],
+                        sublist: WatchedSublist | None = None) -> None:
+        """The server's answers without headers to several subjects (a run of pub acks), in
+        order, each routed exactly as :meth:`publish` routes the server's own message (in
+        the global account, or the account whose ``sublist`` is given). Consecutive answers
+        whose subjects the sublist matches to the same result (every reply of one inbox
+        subscription ``_INBOX.<id>.*``) reuse what was found about its receivers."""
+        if sublist is None:
+            sublist = self.sublist
+        if self.fault_hook is not None or sublist.links is not None or self.routes is not None:
+            for reply, payload in zip(replies, payloads):
+                self.publish(reply, None, None, payload, None, sublist)
+            return
+        cache = sublist.cache
+        stats = self.stats
+        last: MatchResult | None = None
+        single: Subscription | None = None
+        for reply, payload in zip(replies, payloads):
+            cached = cache.get(reply)  # sublist.match(reply), its cache hit inlined
+            if cached is None:
+                result = sublist.match(reply)
+            else:
+                result = cached
+                sublist.cache_hits += 1
+            if result is not last:
+                last = result
+                plain = result.plain
+                single = (plain[0] if len(plain) == 1 and not result.groups
+                          and plain[0].conn is not None else None)
+            if single is None:
+                if result.plain or result.groups:
+                    fan_out(self, result, reply, None, None, payload, None)
+            elif not single.closed:
+                # fan_out's walk for one client subscription
+                single.conn.deliver(single, reply, None, None, payload)
+                stats.out_msgs += 1
+                stats.out_bytes += len(payload)
 
     # ----------------------------------------------------------------- message tracing
 

@@ -24,7 +24,8 @@ class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
     __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
-                 "on_traced", "frame_subject", "frame_prefix", "local_only", "account")
+                 "on_traced", "frame_subject", "frame_prefix", "local_only", "account",
+                 "run_hooks")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -55,6 +56,10 @@ class Subscription:
         self.local_only = False
         #: A route subscription's account (the peer's interest is kept per account).
         self.account = ""
+        #: Internal only: ``(begin, end)`` called around a run of a client's messages that
+        #: this subscription alone receives (``Router.publish_run``), so the handler may
+        #: answer the run's messages together (a stream's pub acks); None for most.
+        self.run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""
@@ -82,16 +87,19 @@ class InternalSubscriptions:
     def subscribe_internal(self, subject: str | bytes, handler: Callable[..., None],
                            queue: bytes | None = None, *,
                            on_traced: Callable[..., bool | None] | None = None,
-                           local_only: bool = False) -> Subscription:
+                           local_only: bool = False,
+                           run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+                           ) -> Subscription:
         """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
 
         For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
         takes a traced message instead of ``handler``, records its own events and returns
         False when the message went no further (not a receiver, so a request may get a 503).
         ``local_only``: interest of this node only, never told to the other nodes of a
-        cluster (a per-node service)."""
+        cluster (a per-node service). ``run_hooks``: see :attr:`Subscription.run_hooks`."""
         sub = Subscription.internal(subject, handler, queue, on_traced)
         sub.local_only = local_only
+        sub.run_hooks = run_hooks
         self.sublist.insert(sub)
         return sub
 

@@ -34,6 +34,10 @@ class MessageBus(Protocol):
                 payload: bytes, origin: Any = None) -> int:
         """Route one message to every matching subscriber; return how many received it."""
 
+    def publish_replies(self, replies: list[bytes], payloads: list[bytes]) -> None:
+        """Answers without headers to several subjects, in order, each routed as
+        :meth:`publish` routes the server's own message (a run of pub acks)."""
+
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:
         """Route to the subscribers of ``target`` with ``subject`` on the MSG line."""
@@ -49,9 +53,13 @@ class MessageBus(Protocol):
 
     def subscribe_internal(self, subject: str | bytes, handler: Handler,
                            queue: bytes | None = None, *,
-                           on_traced: Callable[..., bool | None] | None = None) -> Any:
+                           on_traced: Callable[..., bool | None] | None = None,
+                           run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+                           ) -> Any:
         """Register a server-side handler; returns the subscription. ``on_traced`` takes a
-        traced message instead (message tracing: it records its own events)."""
+        traced message instead (message tracing: it records its own events); ``run_hooks``
+        ``(begin, end)`` are called around a run of a client's messages the handler alone
+        receives."""
 
     def unsubscribe_internal(self, sub: Any) -> None: ...
 

@@ -132,6 +132,10 @@ class Stream:
         self._expiry_timer: Any = None
         self._expiry_at = 0
         self._pending_acks: list[tuple[bytes, bytes]] = []
+        #: While a run of a client's publishes is routed here (``Router.publish_run``), the
+        #: answers to send at its end, in order: reply subjects and bodies; None otherwise.
+        self._run_replies: list[bytes] | None = None
+        self._run_bodies: list[bytes] = []
         self._transform: Any = None
         self._republish: Any = None
         #: The pub acks of this stream (its name and domain).
@@ -256,7 +260,40 @@ class Stream:
 
     def _subscribe(self, subject: str) -> "Subscription":
         return self.bus.subscribe_internal(subject, self._on_publish,
-                                              on_traced=self._on_traced_publish)
+                                           on_traced=self._on_traced_publish,
+                                           run_hooks=(self._begin_run, self._end_run))
+
+    def _begin_run(self) -> None:
+        """A run of one client's publishes is about to be handed to :meth:`_on_publish` one
+        by one: their answers are kept and sent together at its end (:meth:`_end_run`), in
+        order. Not with republish, whose messages nats-server sends between a publish and
+        its ack."""
+        if self._republish is None:
+            self._run_replies = []
+
+    def _end_run(self) -> None:
+        replies = self._run_replies
+        if replies is None:
+            return
+        bodies = self._run_bodies
+        self._run_replies = None
+        self._run_bodies = []
+        if replies:
+            self.bus.publish_replies(replies, bodies)
+
+    def _answer(self, reply: bytes, body: bytes) -> None:
+        """Send an answer without headers (a pub ack, an error) now, or at the end of the run
+        this publish is part of; behind the acks that wait for a commit, if any (a refusal
+        never overtakes the ack of an earlier publish, as with nats-server)."""
+        if self._pending_acks:
+            self._pending_acks.append((reply, body))
+            return
+        replies = self._run_replies
+        if replies is None:
+            self.bus.publish(reply, None, None, body)
+        else:
+            replies.append(reply)
+            self._run_bodies.append(body)
 
     def _on_traced_publish(self, sub: "Subscription", trace: Any, subject: bytes,
                            reply: bytes | None, hdr: bytes | None, payload: bytes,
@@ -305,7 +342,7 @@ class Stream:
             if self._trace is not None:
                 self._trace.jetstream_error(tracing.error_text(err, hdr))
             if reply and not self.config.no_ack:
-                self.bus.publish(reply, None, None, self.acks.error(err))
+                self._answer(reply, self.acks.error(err))
             return
         if ack is not None and reply and not self.config.no_ack:
             self._send_ack(reply, ack)
@@ -320,7 +357,7 @@ class Stream:
             else:
                 self.engine.mark_dirty(self)
         else:
-            self.bus.publish(reply, None, None, ack)
+            self._answer(reply, ack)
 
     def _after_store(self) -> None:
         """After a message was stored (or refused, or skipped): its writes are committed at
@@ -342,6 +379,11 @@ class Stream:
                               f"'{self.name}': IPQ size limit "
                               "reached", error=False)
         if reply:
+            # What was answered before goes first: the run's answers, and the acks waiting
+            # for a commit (committed now).
+            self._end_run()
+            if self._pending_acks:
+                self.flush()
             self.bus.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n",
                              self.acks.error(E.stream_too_many_requests()))
 
@@ -638,9 +680,7 @@ class Stream:
         acks = self._pending_acks
         if acks:
             self._pending_acks = []
-            publish = self.bus.publish
-            for reply, ack in acks:
-                publish(reply, None, None, ack)
+            self.bus.publish_replies([reply for reply, _ in acks], [ack for _, ack in acks])
         self.signals.release()
 
     # ------------------------------------------------------------------ dedup
