@@ -444,19 +444,22 @@ class Router(InternalSubscriptions):
                 result = sublist.match(subject)
                 sublist.cache_hits -= 1  # (the walk counts each message as a hit)
             plain = result.plain
-            # One internal receiver (a stream) is called directly; its run hooks around.
+            # One internal receiver (a stream) is called directly; its run receiver first.
             receiver = plain[0] if len(plain) == 1 and not result.groups else None
             if receiver is not None and receiver.conn is not None:
                 receiver = None
-            hooks = receiver.run_hooks if receiver is not None else None
-            if hooks is None:
+            taker = receiver.run_receiver if receiver is not None else None
+            if taker is None:
                 k = self._route_run(subject, replies, payloads, origin, result, receiver)
+            elif taker.take_run(subject, replies, payloads):
+                self._count_run(payloads, origin, sublist)
+                return
             else:
-                hooks[0]()
+                taker.begin_run()
                 try:
                     k = self._route_run(subject, replies, payloads, origin, result, receiver)
                 finally:
-                    hooks[1]()
+                    taker.end_run()
         stats = self.stats
         while k < n:
             payload = payloads[k]
@@ -467,6 +470,21 @@ class Router(InternalSubscriptions):
             stats.in_bytes += size
             self.publish(subject, replies[k], None, payload, origin)
             k += 1
+
+    def _count_run(self, payloads: list[bytes], origin: Connection, sublist: Sublist) -> None:
+        """A run its one internal receiver took whole: every count one by one would make."""
+        n = len(payloads)
+        size = sum(map(len, payloads))
+        stats = self.stats
+        origin.in_msgs += n
+        origin.in_bytes += size
+        stats.in_msgs += n
+        stats.in_bytes += size
+        stats.out_msgs += n
+        stats.out_bytes += size
+        sublist.cache_hits += n
+        if self.routes is not None:
+            self.routes.gen += n
 
     def _route_run(self, subject: bytes, replies: list[bytes | None], payloads: list[bytes],
                    origin: Connection, result: MatchResult, receiver: Subscription | None

@@ -11,7 +11,7 @@ wildcards lie below; see :meth:`Sublist.match`). Every insert and remove forgets
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from minijs.core.subjects import subject_matches
 
@@ -20,12 +20,28 @@ _GT = b">"
 CACHE_MAX = 1024
 
 
+class RunReceiver(Protocol):
+    """An internal subscription's owner that takes a *run*: several messages of one client
+    on one subject, without headers, that this subscription alone receives
+    (``Router.publish_run``). First :meth:`take_run` may take the whole run in one step;
+    when it does not, the handler is called for each message between :meth:`begin_run` and
+    :meth:`end_run`. Either way each message has exactly the effects it has alone."""
+
+    def take_run(self, subject: bytes, replies: list[bytes | None],
+                 payloads: list[bytes]) -> bool:
+        """Take the whole run now (True), or leave it to the handler (False, nothing done)."""
+
+    def begin_run(self) -> None: ...
+
+    def end_run(self) -> None: ...
+
+
 class Subscription:
     """One interest: a client's SUB, or an internal handler (stream, API, consumer)."""
 
     __slots__ = ("subject", "queue", "sid", "conn", "callback", "max", "delivered", "closed",
                  "on_traced", "frame_subject", "frame_prefix", "local_only", "account",
-                 "run_hooks")
+                 "run_receiver")
 
     def __init__(self, subject: bytes, sid: bytes = b"", queue: bytes | None = None,
                  conn: Any = None, callback: Callable[..., None] | None = None) -> None:
@@ -56,10 +72,10 @@ class Subscription:
         self.local_only = False
         #: A route subscription's account (the peer's interest is kept per account).
         self.account = ""
-        #: Internal only: ``(begin, end)`` called around a run of a client's messages that
-        #: this subscription alone receives (``Router.publish_run``), so the handler may
-        #: answer the run's messages together (a stream's pub acks); None for most.
-        self.run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
+        #: Internal only: what takes a run of a client's messages that this subscription
+        #: alone receives (``Router.publish_run``), as a whole or around the handler's calls
+        #: (a stream); None for most.
+        self.run_receiver: RunReceiver | None = None
 
     def __repr__(self) -> str:
         q = f" queue={self.queue!r}" if self.queue else ""
@@ -88,18 +104,17 @@ class InternalSubscriptions:
                            queue: bytes | None = None, *,
                            on_traced: Callable[..., bool | None] | None = None,
                            local_only: bool = False,
-                           run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
-                           ) -> Subscription:
+                           run_receiver: "RunReceiver | None" = None) -> Subscription:
         """Register a server-side handler: ``handler(sub, subject, reply, header, payload, origin)``.
 
         For message tracing, ``on_traced(sub, trace, subject, reply, header, payload, origin)``
         takes a traced message instead of ``handler``, records its own events and returns
         False when the message went no further (not a receiver, so a request may get a 503).
         ``local_only``: interest of this node only, never told to the other nodes of a
-        cluster (a per-node service). ``run_hooks``: see :attr:`Subscription.run_hooks`."""
+        cluster (a per-node service). ``run_receiver``: see :class:`RunReceiver`."""
         sub = Subscription.internal(subject, handler, queue, on_traced)
         sub.local_only = local_only
-        sub.run_hooks = run_hooks
+        sub.run_receiver = run_receiver
         self.sublist.insert(sub)
         return sub
 

@@ -54,12 +54,11 @@ class MessageBus(Protocol):
     def subscribe_internal(self, subject: str | bytes, handler: Handler,
                            queue: bytes | None = None, *,
                            on_traced: Callable[..., bool | None] | None = None,
-                           run_hooks: tuple[Callable[[], None], Callable[[], None]] | None = None
-                           ) -> Any:
+                           run_receiver: Any = None) -> Any:
         """Register a server-side handler; returns the subscription. ``on_traced`` takes a
-        traced message instead (message tracing: it records its own events); ``run_hooks``
-        ``(begin, end)`` are called around a run of a client's messages the handler alone
-        receives."""
+        traced message instead (message tracing: it records its own events);
+        ``run_receiver`` takes a run of a client's messages the handler alone receives
+        (``minijs.core.sublist.RunReceiver``)."""
 
     def unsubscribe_internal(self, sub: Any) -> None: ...
 

@@ -71,6 +71,12 @@ class RecordingStore:
         self._record(("store_msg", subject, hdr, data, ts, ttl, result[0]))
         return result
 
+    def store_run(self, subject: str, datas: list[bytes], stamps: list[int]) -> int:
+        first = self.inner.last_seq + 1
+        for data, ts in zip(datas, stamps):
+            self.store_msg(subject, None, data, ts)
+        return first
+
     def skip_msg(self, ts: int = 0) -> int:
         result = self.inner.skip_msg(ts)
         self._record(("skip_msg", ts))

@@ -272,6 +272,11 @@ class Store(Protocol):
         """Append a message; returns ``(seq, ts)``. ``seq`` (mirrors) must be > ``last_seq``;
         skipped sequences become deleted gaps. No limits are applied here."""
 
+    def store_run(self, subject: str, datas: list[bytes], stamps: list[int]) -> int:
+        """Append several messages on one subject, without headers or TTL, at the next
+        sequences (``stamps`` their timestamps, in order); returns the first sequence. The
+        same as :meth:`store_msg` for each, in one step."""
+
     def skip_msg(self, ts: int = 0) -> int:
         """Consume the next sequence without storing (interest retention with no interest).
         ``last_ts`` becomes ``ts`` when given. Returns the sequence."""
@@ -441,6 +446,23 @@ def _add_last(sl: SortedList, value: Any) -> None:
                 sl._expand(len(lists) - 1)
             return
     sl.add(value)
+
+
+def _extend_last(sl: SortedList, values: list[Any]) -> None:
+    """:func:`_add_last` for several ascending values at once: appended to the last sublist
+    (split as ``add`` would split it) when the first sorts after everything in ``sl``."""
+    lists = sl._lists
+    if lists and not sl._index and values[0] > lists[-1][-1]:
+        last = lists[-1]
+        last.extend(values)
+        sl._maxes[-1] = values[-1]
+        sl._len += len(values)
+        limit = sl._load << 1
+        while len(lists[-1]) > limit:
+            sl._expand(len(lists) - 1)
+        return
+    for value in values:
+        _add_last(sl, value)
 
 
 class IndexedStore:
@@ -616,6 +638,34 @@ class IndexedStore:
         self._last_ts = ts
         self._touched = True
         return seq, ts
+
+    def store_run(self, subject: str, datas: list[builtins.bytes], stamps: list[int]) -> int:
+        if self._closed:
+            raise StoreClosedError("store closed")
+        subject = self._names.setdefault(subject, subject)
+        first = self._last_seq + 1
+        seqs = range(first, first + len(datas))
+        base = self.msg_size(subject, None, b"")  # a message's size is this plus its data
+        live = self._live
+        new_entry = self._new_entry
+        total = 0
+        for seq, data, ts in zip(seqs, datas, stamps):
+            size = base + len(data)
+            live[seq] = new_entry(seq, subject, None, data, ts, 0, size)
+            total += size
+        _extend_last(self._seqs, list(seqs))
+        _extend_last(self._bysubj, [(subject, seq) for seq in seqs])
+        counts = self._counts
+        c = counts.get(subject)
+        if c is None:
+            counts[subject] = len(datas)
+        else:
+            _dict_setitem(counts, subject, c + len(datas))
+        self._bytes += total
+        self._last_seq = seqs[-1]
+        self._last_ts = stamps[-1]
+        self._touched = True
+        return first
 
     def _unindex(self, seq: int, from_seqs: bool = True) -> Any:
         entry = self._live.pop(seq)

@@ -261,17 +261,96 @@ class Stream:
     def _subscribe(self, subject: str) -> "Subscription":
         return self.bus.subscribe_internal(subject, self._on_publish,
                                            on_traced=self._on_traced_publish,
-                                           run_hooks=(self._begin_run, self._end_run))
+                                           run_receiver=self)
 
-    def _begin_run(self) -> None:
-        """A run of one client's publishes is about to be handed to :meth:`_on_publish` one
-        by one: their answers are kept and sent together at its end (:meth:`_end_run`), in
-        order. Not with republish, whose messages nats-server sends between a publish and
-        its ack."""
-        if self._republish is None:
+    # A run of one client's publishes (minijs.core.sublist.RunReceiver): taken whole by
+    # take_run when nothing in it can need more than storing and acking, else each message
+    # through _on_publish with the answers sent together at the end.
+
+    def take_run(self, subject: bytes, replies: list[bytes | None],
+                 payloads: list[bytes]) -> bool:
+        """Store and answer a run of publishes without headers on one subject as one step
+        (one store call; the acks, in order, with one :meth:`MessageBus.publish_replies`), if
+        what :meth:`_on_publish` would do with each message is only that: a limits stream
+        that is not sealed, mirrored to by no one, counting, scheduling, republishing,
+        transforming subjects, replicated or under an account's or the server's limits,
+        with room for the whole run under ``max_msgs``, ``max_bytes`` and
+        ``max_msgs_per_subject`` (nothing is removed or refused) and every message within
+        ``max_msg_size``, and no fast batch among them. Otherwise it does nothing and
+        returns False. A file stream commits and acks at least every ``ACK_GROUP`` messages,
+        as one by one."""
+        cfg = self.config
+        engine = self.engine
+        if (self.closed or cfg.retention != "limits" or cfg.sealed or cfg.allow_msg_counter
+                or self._transform is not None or self._republish is not None
+                or self.schedules is not None or self.commit_gate is not None
+                or self.followers or engine.publish_limits or engine.max_buffered_size > 0):
+            return False
+        store = self.store
+        n = len(payloads)
+        mms = cfg.max_msg_size
+        if mms >= 0 and max(map(len, payloads)) > mms:
+            return False
+        name = subject.decode("utf-8", "replace")
+        if cfg.max_msgs > 0 and store.msgs + n > cfg.max_msgs:
+            return False
+        if (cfg.max_msgs_per_subject > 0
+                and store.msgs_for_subject(name) + n > cfg.max_msgs_per_subject):
+            return False
+        if cfg.max_bytes > 0:
+            size = n * store.msg_size(name, None, b"") + sum(map(len, payloads))
+            if store.bytes + size >= cfg.max_bytes:
+                return False
+        for reply in replies:
+            if reply is not None and reply.endswith(b".$FI"):
+                return False
+        time_ns = self.clock.time_ns
+        answer = not cfg.no_ack
+        acks = self.acks
+        tell = bool(self.consumers)
+        file = store.storage != "memory"
+        start = 0
+        while start < n:
+            # (a file stream: at most what brings its waiting acks to ACK_GROUP at a time)
+            stop = min(n, start + max(1, ACK_GROUP - len(self._pending_acks))) if file else n
+            datas = payloads[start:stop]
+            first = store.store_run(name, datas, [time_ns() for _ in datas])
+            seqs = range(first, first + len(datas))
+            if tell:
+                queue = self.signals.queue
+                for seq in seqs:
+                    queue(seq, name)
+            if answer:
+                to = [(reply, acks.stored(seq))
+                      for reply, seq in zip(replies[start:stop], seqs) if reply]
+                if store.pending_writes:
+                    self._pending_acks.extend(to)
+                elif self._pending_acks:
+                    self._pending_acks.extend(to)
+                elif to:
+                    self.bus.publish_replies([r for r, _ in to], [a for _, a in to])
+            if store.pending_writes:
+                if len(self._pending_acks) >= ACK_GROUP:
+                    self.flush()
+                else:
+                    engine.mark_dirty(self)
+            elif self.signals.queued:
+                self.signals.release()
+            start = stop
+        self._last_msg_id = ""
+        if cfg.max_age and self._expiry_timer is None:
+            self._schedule_expiry()
+        return True
+
+    def begin_run(self) -> None:
+        """A run goes through :meth:`_on_publish` one message at a time: its answers are kept
+        and sent together at its end (:meth:`end_run`), in order. Not with republish, whose
+        messages nats-server sends between a publish and its ack, nor with consumers, whose
+        deliveries stay each after its message's ack."""
+        if self._republish is None and not self.consumers:
             self._run_replies = []
 
-    def _end_run(self) -> None:
+    def end_run(self) -> None:
         replies = self._run_replies
         if replies is None:
             return
@@ -381,7 +460,7 @@ class Stream:
         if reply:
             # What was answered before goes first: the run's answers, and the acks waiting
             # for a commit (committed now).
-            self._end_run()
+            self.end_run()
             if self._pending_acks:
                 self.flush()
             self.bus.publish(reply, None, b"NATS/1.0 429 Too Many Requests\r\n\r\n",
