@@ -536,7 +536,8 @@ class Router(InternalSubscriptions):
         order, each routed exactly as :meth:`publish` routes the server's own message (in
         the global account, or the account whose ``sublist`` is given). Consecutive answers
         whose subjects the sublist matches to the same result (every reply of one inbox
-        subscription ``_INBOX.<id>.*``) reuse what was found about its receivers."""
+        subscription ``_INBOX.<id>.*``) reuse what was found about its receivers; a reply
+        subject, used once, is not kept in the sublist's cache (:meth:`Sublist.match_once`)."""
         if sublist is None:
             sublist = self.sublist
         if self.fault_hook is not None or sublist.links is not None or self.routes is not None:
@@ -548,9 +549,9 @@ class Router(InternalSubscriptions):
         last: MatchResult | None = None
         single: Subscription | None = None
         for reply, payload in zip(replies, payloads):
-            cached = cache.get(reply)  # sublist.match(reply), its cache hit inlined
+            cached = cache.get(reply)  # sublist.match_once(reply), its cache hit inlined
             if cached is None:
-                result = sublist.match(reply)
+                result = sublist.match_once(reply)
             else:
                 result = cached
                 sublist.cache_hits += 1

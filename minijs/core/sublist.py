@@ -287,6 +287,26 @@ class Sublist:
         if cached is not None:
             self.cache_hits += 1
             return cached
+        result = self._find(subject)
+        if len(self.cache) >= CACHE_MAX:
+            # Drop an arbitrary old half rather than scanning for the least used.
+            for key in list(self.cache)[: CACHE_MAX // 2]:
+                del self.cache[key]
+        self.cache[subject] = result
+        return result
+
+    def match_once(self, subject: bytes) -> MatchResult:
+        """:meth:`match` for a subject that will not come again (one request's reply
+        subject): found the same way, counted the same way, but not kept in the cache, where
+        it would only push out the subjects that do come again."""
+        cached = self.cache.get(subject)
+        if cached is not None:
+            self.cache_hits += 1
+            return cached
+        return self._find(subject)
+
+    def _find(self, subject: bytes) -> MatchResult:
+        """:meth:`match` past the cache (a miss)."""
         self.cache_misses += 1
         tokens = subject.split(b".")
         n = len(tokens)
@@ -335,11 +355,6 @@ class Sublist:
         if result is None:
             result = MatchResult()
             self._collect(self._root, tokens, 0, n, result)
-        if len(self.cache) >= CACHE_MAX:
-            # Drop an arbitrary old half rather than scanning for the least used.
-            for key in list(self.cache)[: CACHE_MAX // 2]:
-                del self.cache[key]
-        self.cache[subject] = result
         return result
 
     def _collect(self, node: _Node, tokens: list[bytes], i: int, n: int,
