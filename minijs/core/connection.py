@@ -936,6 +936,37 @@ class Connection(asyncio.Protocol):
             self.remove_subscription(sub)
 
 
+    def deliver_replies(self, sub: Subscription, subjects: list[bytes],
+                        payloads: list[bytes]) -> None:
+        """:meth:`deliver` of several messages (``bytes``) on ``sub``, a subscription
+        without an auto-unsubscribe limit, each on its own subject (the server's answers to
+        this client's requests: no reply subject, no headers), in order."""
+        if self.perms is not None or self.closed or self.server.log.trace_enabled:
+            for subject, payload in zip(subjects, payloads):
+                self.deliver(sub, subject, None, None, payload)
+            return
+        out = self._out
+        sid = b" " + sub.sid + b" "
+        size_lines = SIZE_LINES
+        framed = 0
+        count = 0
+        for subject, payload in zip(subjects, payloads):
+            size = len(payload)
+            line = size_lines.get(size) or wire.size_line(size)
+            out += (b"MSG ", subject, sid, line, payload, CRLF)
+            framed += len(subject) + len(sid) + len(line) + size + 6
+            count += size
+        n = len(payloads)
+        sub.delivered += n
+        self.out_msgs += n
+        self.out_bytes += count
+        self._out_size += framed
+        if self._out_size >= EARLY_WRITE_SIZE:
+            self.flush()
+        elif not self._dirty:
+            self._dirty = True
+            self.server.mark_dirty(self)
+
     # ----------------------------------------------------------------- tracing (-V)
 
     def trace(self, text: str) -> None:

@@ -546,28 +546,45 @@ class Router(InternalSubscriptions):
             return
         cache = sublist.cache
         stats = self.stats
-        last: MatchResult | None = None
-        single: Subscription | None = None
-        for reply, payload in zip(replies, payloads):
-            cached = cache.get(reply)  # sublist.match_once(reply), its cache hit inlined
-            if cached is None:
-                result = sublist.match_once(reply)
-            else:
-                result = cached
-                sublist.cache_hits += 1
-            if result is not last:
-                last = result
-                plain = result.plain
-                single = (plain[0] if len(plain) == 1 and not result.groups
-                          and plain[0].conn is not None else None)
-            if single is None:
-                if result.plain or result.groups:
-                    fan_out(self, result, reply, None, None, payload, None)
-            elif not single.closed:
-                # fan_out's walk for one client subscription
-                single.conn.deliver(single, reply, None, None, payload)
-                stats.out_msgs += 1
-                stats.out_bytes += len(payload)
+        n = len(replies)
+        i = 0
+        result: MatchResult | None = None  # replies[i]'s, when already matched
+        while i < n:
+            if result is None:
+                result = self._match_reply(sublist, cache, replies[i])
+            plain = result.plain
+            single = plain[0] if len(plain) == 1 and not result.groups else None
+            if single is None or single.conn is None or single.closed or single.max:
+                if plain or result.groups:
+                    fan_out(self, result, replies[i], None, None, payloads[i], None)
+                i += 1
+                result = None
+                continue
+            # the replies after it that reach the same one client subscription go with it
+            j = i + 1
+            following = None
+            while j < n:
+                following = self._match_reply(sublist, cache, replies[j])
+                if following is not result:
+                    break
+                following = None
+                j += 1
+            # (no auto-unsubscribe limit: the subscription takes them all)
+            single.conn.deliver_replies(single, replies[i:j], payloads[i:j])
+            stats.out_msgs += j - i
+            stats.out_bytes += sum(map(len, payloads[i:j]))
+            i = j
+            result = following
+
+    @staticmethod
+    def _match_reply(sublist: Sublist, cache: dict[bytes, MatchResult],
+                     reply: bytes) -> MatchResult:
+        """``sublist.match_once(reply)``, its cache hit inlined."""
+        cached = cache.get(reply)
+        if cached is None:
+            return sublist.match_once(reply)
+        sublist.cache_hits += 1
+        return cached
 
     # ----------------------------------------------------------------- message tracing
 
