@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from conformance.helpers import RawFactory, ready, subscribe
+from conformance.helpers import RawFactory, SpawnFn, ready, subscribe
 from conformance.jshelpers import JsClient
-from conformance.rawclient import hmsg, msg, pub, split_frames
+from conformance.rawclient import RawClient, hmsg, msg, pub, split_frames
 from conformance.servers import Endpoint
 
 REPLY_RESERVED = "Permissions Violation for Publish with Reply of"
@@ -141,3 +141,39 @@ def test_run_acks_meet_auto_unsubscribe(
         assert json.loads(body) == {"stream": stream_name, "seq": i + 1}
     assert js.api(f"STREAM.INFO.{stream_name}")["state"]["messages"] == 6
     assert client.read_available(0.3) == b""
+
+
+RUN_PERMS_CONF = """
+authorization {
+  users = [
+    { user: app, password: pa, permissions: {
+        publish: ["run.>", "$JS.API.>"]
+        subscribe: { allow: ["_INBOX.>"], deny: ["_INBOX.app.3"] }
+    } }
+  ]
+}
+"""
+
+
+def test_run_acks_through_a_deny_rule(target: str, spawn: SpawnFn) -> None:
+    """A user whose inbox wildcard a deny rule overlaps (``_INBOX.app.3``) publishes a run
+    into a stream: every message is stored, and the acks arrive in order but for the one
+    on the denied subject."""
+    ep = spawn(config=RUN_PERMS_CONF, jetstream=True)
+    client = RawClient.connect(ep.host, ep.port)
+    client.handshake(user="app", **{"pass": "pa"})
+    subscribe(client, "_INBOX.app.*", 1)
+    body = json.dumps({"name": "RUN", "subjects": ["run.>"], "storage": "memory"}).encode()
+    client.send(b"PUB $JS.API.STREAM.CREATE.RUN _INBOX.app.c %d\r\n%s\r\n" % (len(body), body))
+    assert b'"error"' not in client.read_frame()
+    client.send(b"".join(pub("run.x", b"m%d" % i, reply=f"_INBOX.app.{i}") for i in range(6)))
+    got = []
+    for _ in range(5):
+        head, _, ack = client.read_frame().partition(b"\r\n")
+        got.append((head.split()[1].decode(), json.loads(ack)["seq"]))
+    assert got == [(f"_INBOX.app.{i}", i + 1) for i in (0, 1, 2, 4, 5)]
+    client.send(b"PUB $JS.API.STREAM.INFO.RUN _INBOX.app.i 0\r\n\r\n")
+    head, _, info = client.read_frame().partition(b"\r\n")
+    assert head.split()[1] == b"_INBOX.app.i"
+    assert json.loads(info)["state"]["messages"] == 6
+    client.close()
