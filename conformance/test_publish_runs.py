@@ -177,3 +177,24 @@ def test_run_acks_through_a_deny_rule(target: str, spawn: SpawnFn) -> None:
     assert head.split()[1] == b"_INBOX.app.i"
     assert json.loads(info)["state"]["messages"] == 6
     client.close()
+
+
+def test_run_with_replies_to_a_subscriber(target: str, raw: RawFactory, subject: str) -> None:
+    """A run of requests to one subscriber arrives with each message's reply subject."""
+    client = ready(raw)
+    subscribe(client, subject, 1)
+    client.send(b"".join(pub(subject, b"q%d" % i, reply=f"in.{i}") for i in range(12)))
+    assert client.barrier() == b"".join(
+        msg(subject, 1, b"q%d" % i, reply=f"in.{i}") for i in range(12))
+
+
+def test_run_to_own_subscription_without_echo(target: str, raw: RawFactory, subject: str) -> None:
+    """A publisher connected with ``echo: false`` gets none of its own run; another
+    subscriber gets all of it."""
+    client = ready(raw, echo=False)
+    subscribe(client, subject, 1)
+    other = ready(raw)
+    subscribe(other, subject, 2)
+    client.send(b"".join(pub(subject, b"e%d" % i) for i in range(5)))
+    assert client.barrier() == b""
+    assert other.barrier() == b"".join(msg(subject, 2, b"e%d" % i) for i in range(5))

@@ -936,6 +936,45 @@ class Connection(asyncio.Protocol):
             self.remove_subscription(sub)
 
 
+    def deliver_run(self, sub: Subscription, subject: bytes, replies: list[bytes | None],
+                    payloads: list[bytes]) -> None:
+        """:meth:`deliver` of a run of messages (``bytes``, no headers) on one subject to
+        ``sub``, a subscription without an auto-unsubscribe limit, in order. A run that
+        would take the queued output past ``EARLY_WRITE_SIZE`` goes one by one, so a client
+        too far behind is cut where it would be."""
+        if (self.perms is not None or self.closed or self.server.log.trace_enabled
+                or self._out_size + sum(map(len, payloads)) + 128 * len(payloads)
+                >= EARLY_WRITE_SIZE):
+            for reply, payload in zip(replies, payloads):
+                self.deliver(sub, subject, reply, None, payload)
+            return
+        if sub.frame_subject != subject:
+            sub.frame_subject = subject
+            sub.frame_prefix = b"MSG " + subject + b" " + sub.sid + b" "
+        prefix = sub.frame_prefix
+        out = self._out
+        size_lines = SIZE_LINES
+        framed = 0
+        count = 0
+        for reply, payload in zip(replies, payloads):
+            size = len(payload)
+            line = size_lines.get(size) or wire.size_line(size)
+            if reply:
+                out += (prefix, reply, b" ", line, payload, CRLF)
+                framed += len(reply) + 1
+            else:
+                out += (prefix, line, payload, CRLF)
+            framed += len(line) + size
+            count += size
+        n = len(payloads)
+        sub.delivered += n
+        self.out_msgs += n
+        self.out_bytes += count
+        self._out_size += framed + n * (len(prefix) + 2)
+        if not self._dirty:
+            self._dirty = True
+            self.server.mark_dirty(self)
+
     def deliver_replies(self, sub: Subscription, subjects: list[bytes],
                         payloads: list[bytes]) -> None:
         """:meth:`deliver` of several messages (``bytes``) on ``sub``, a subscription
