@@ -132,7 +132,11 @@ def spawn(name: str, cmd: list[str], *, config_text: str | None = None,
         argv += ["-js", "-sd", store.name]
     argv += ["-a", "127.0.0.1", "-p", "-1"]
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    if argv[:3] == [sys.executable, "-m", "minijs"]:
+        # The default command runs this checkout's minijs, installed or not; a command of
+        # the user's own (--minijs-cmd: another checkout's interpreter, say) runs whatever
+        # minijs that command finds, so two versions can be measured side by side.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, cwd=store.name, env=env)
