@@ -162,20 +162,26 @@ class FloorConnection(asyncio.Protocol):
                             conn.out.append(tail)
                 pos = stop + 2
                 continue
-            line = buf[pos:nl]
+            self._control(buf[pos:nl], dirty, whole_frame=True)
             pos = nl + 2
-            op = line[:4].upper()
-            if op == b"PING":
-                if not self.out:
-                    dirty.append(self)
-                self.out.append(b"PONG\r\n")
-            elif op == b"SUB ":
-                args = line.split()
-                prefix = b"MSG " + args[1] + b" " + args[-1] + b" "
-                subs.setdefault(args[1], []).append((self, prefix))
-                self.sids.append((args[1], prefix))
-            # CONNECT, PONG, UNSUB and anything else: nothing to do.
         return pos
+
+    def _control(self, line: bytes, dirty: list["FloorConnection"], whole_frame: bool) -> None:
+        """A control line other than PUB: PING is answered, SUB recorded with the frame its
+        deliveries start with (``MSG <subject> <sid> `` when ``whole_frame``, else
+        `` <sid> `` to follow a reply subject); CONNECT, PONG, UNSUB and anything else do
+        nothing."""
+        op = line[:4].upper()
+        if op == b"PING":
+            if not self.out:
+                dirty.append(self)
+            self.out.append(b"PONG\r\n")
+        elif op == b"SUB ":
+            args = line.split()
+            sid = b" " + args[-1] + b" "
+            prefix = b"MSG " + args[1] + sid if whole_frame else sid
+            self.server.subs.setdefault(args[1], []).append((self, prefix))
+            self.sids.append((args[1], prefix))
 
 
 class FloorServer:
@@ -299,19 +305,8 @@ class JetStreamFloorConnection(FloorConnection):
                     self._api(subject, args[1], buf[start:stop], dirty)
                     covered = server.covered  # a new cache if the stream changed
                 continue
-            line = buf[pos:nl]
+            self._control(buf[pos:nl], dirty, whole_frame=False)
             pos = nl + 2
-            op = line[:4].upper()
-            if op == b"PING":
-                if not self.out:
-                    dirty.append(self)
-                self.out.append(b"PONG\r\n")
-            elif op == b"SUB ":
-                args = line.split()
-                frame = b" " + args[-1] + b" "
-                subs.setdefault(args[1], []).append((self, frame))
-                self.sids.append((args[1], frame))
-            # CONNECT, PONG, UNSUB and anything else: nothing to do.
         return pos
 
     def _api(self, subject: bytes, reply: bytes, payload: bytes,

@@ -966,14 +966,7 @@ class Connection(asyncio.Protocol):
                 out += (prefix, line, payload, CRLF)
             framed += len(line) + size
             count += size
-        n = len(payloads)
-        sub.delivered += n
-        self.out_msgs += n
-        self.out_bytes += count
-        self._out_size += framed + n * (len(prefix) + 2)
-        if not self._dirty:
-            self._dirty = True
-            self.server.mark_dirty(self)
+        self._queued_run(sub, len(payloads), count, framed + len(payloads) * (len(prefix) + 2))
 
     def deliver_replies(self, sub: Subscription, subjects: list[bytes],
                         payloads: list[bytes]) -> None:
@@ -995,10 +988,14 @@ class Connection(asyncio.Protocol):
             out += (b"MSG ", subject, sid, line, payload, CRLF)
             framed += len(subject) + len(sid) + len(line) + size + 6
             count += size
-        n = len(payloads)
+        self._queued_run(sub, len(payloads), count, framed)
+
+    def _queued_run(self, sub: Subscription, n: int, size: int, framed: int) -> None:
+        """``n`` messages of ``size`` payload bytes, ``framed`` bytes in all, were queued
+        for ``sub`` in one go: counted, and written as :meth:`send` writes."""
         sub.delivered += n
         self.out_msgs += n
-        self.out_bytes += count
+        self.out_bytes += size
         self._out_size += framed
         if self._out_size >= EARLY_WRITE_SIZE:
             self.flush()

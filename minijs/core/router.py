@@ -472,7 +472,7 @@ class Router(InternalSubscriptions):
             k += 1
 
     def _count_run(self, payloads: list[bytes], origin: Connection, sublist: Sublist) -> None:
-        """A run its one internal receiver took whole: every count one by one would make."""
+        """A run delivered in one step: every count one by one would make."""
         n = len(payloads)
         size = sum(map(len, payloads))
         stats = self.stats
@@ -507,14 +507,7 @@ class Router(InternalSubscriptions):
                 # One client subscription, which a delivery cannot take away: the run is
                 # framed for it in one go (deliver_run), counted in and out as one by one.
                 conn.deliver_run(sub, subject, replies, payloads)
-                size = sum(map(len, payloads))
-                sublist.cache_hits += n
-                origin.in_msgs += n
-                origin.in_bytes += size
-                stats.in_msgs += n
-                stats.in_bytes += size
-                stats.out_msgs += n
-                stats.out_bytes += size
+                self._count_run(payloads, origin, sublist)
                 return n
         k = 0
         while k < n:
