@@ -34,6 +34,7 @@ import inspect
 import json
 import re
 import signal
+import subprocess
 import tempfile
 import time
 import urllib.error
@@ -347,13 +348,34 @@ class ProcessCluster(Cluster):
             for p in self.procs:
                 p.server = self._start(p)
             for p in self.procs:
-                info = read_info("127.0.0.1", p.port)
+                info = self._first_info(p)
                 self.nodes.append(Node(target=target, host="127.0.0.1", port=p.port,
                                        name=info["server_name"], server_id=info["server_id"],
                                        monitor_port=p.monitor_port))
             self.name = self._cluster_name_from_info()
         except Exception:
             self.stop()
+            raise
+
+    @staticmethod
+    def _first_info(p: _Proc) -> dict[str, Any]:
+        """The node's INFO. A node can log ``Server is ready`` and then die, when its route
+        port was taken meanwhile (nats-server opens the route listener after the client
+        one, and exits when it cannot): that is a RuntimeError naming the process's log,
+        which says "address already in use" (``start_cluster`` then starts again)."""
+        try:
+            return read_info("127.0.0.1", p.port)
+        except ConnectionRefusedError:
+            server = p.server
+            if server is not None and server.proc is not None:
+                try:
+                    server.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    raise  # alive and not listening: not the case above
+                deadline = time.monotonic() + 2  # its last lines, still being read
+                while "address already in use" not in server.log and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                raise RuntimeError(f"{p.name} exited after starting; stderr:\n{server.log}")
             raise
 
     def _start(self, p: _Proc) -> ServerProcess:

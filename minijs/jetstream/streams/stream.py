@@ -272,8 +272,9 @@ class Stream:
         """Store and answer a run of publishes without headers on one subject as one step
         (one store call; the acks, in order, with one :meth:`MessageBus.publish_replies`), if
         what :meth:`_on_publish` would do with each message is only that: a limits stream
-        that is not sealed, mirrored to by no one, counting, scheduling, republishing,
-        transforming subjects, replicated or under an account's or the server's limits,
+        that no other stream mirrors or sources, not sealed, counting, scheduling,
+        republishing, transforming subjects, replicated or under an account's or the
+        server's limits,
         with room for the whole run under ``max_msgs``, ``max_bytes`` and
         ``max_msgs_per_subject`` (nothing is removed or refused) and every message within
         ``max_msg_size``, and no fast batch among them. Otherwise it does nothing and
@@ -323,10 +324,8 @@ class Stream:
             if answer:
                 to = [(reply, acks.stored(seq))
                       for reply, seq in zip(replies[start:stop], seqs) if reply]
-                if store.pending_writes:
-                    self._pending_acks.extend(to)
-                elif self._pending_acks:
-                    self._pending_acks.extend(to)
+                if store.pending_writes or self._pending_acks:
+                    self._pending_acks.extend(to)  # (after the commit, behind those waiting)
                 elif to:
                     self.bus.publish_replies([r for r, _ in to], [a for _, a in to])
             if store.pending_writes:
