@@ -34,7 +34,6 @@ import inspect
 import json
 import re
 import signal
-import subprocess
 import tempfile
 import time
 import urllib.error
@@ -90,6 +89,10 @@ class Node(Endpoint):
     @property
     def client_url(self) -> str:
         return self.url
+
+
+#: What a node logs once it listens for routes (nats-server and minijs alike).
+ROUTE_LISTENING = "Listening for route connections on"
 
 
 def read_info(host: str, port: int, timeout: float = 5.0) -> dict[str, Any]:
@@ -359,27 +362,33 @@ class ProcessCluster(Cluster):
 
     @staticmethod
     def _first_info(p: _Proc) -> dict[str, Any]:
-        """The node's INFO. A node can log ``Server is ready`` and then die, when its route
-        port was taken meanwhile (nats-server opens the route listener after the client
-        one, and exits when it cannot): that is a RuntimeError naming the process's log,
-        which says "address already in use" (``start_cluster`` then starts again)."""
-        try:
-            return read_info("127.0.0.1", p.port)
-        except ConnectionRefusedError:
-            server = p.server
-            if server is not None and server.proc is not None:
-                try:
-                    server.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    raise  # alive and not listening: not the case above
-                deadline = time.monotonic() + 2  # its last lines, still being read
-                while "address already in use" not in server.log and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                raise RuntimeError(f"{p.name} exited after starting; stderr:\n{server.log}")
-            raise
+        """The node's INFO."""
+        return read_info("127.0.0.1", p.port)
 
     def _start(self, p: _Proc) -> ServerProcess:
-        return start_process(self.target, p.cmd, cwd=self.dir.name, timeout=NODE_START_TIMEOUT)
+        """Start a node and wait for its route listener too. A node logs ``Server is ready``
+        before it listens for routes (nats-server opens the route listener after the client
+        one), and exits when its route port was taken meanwhile: that is a RuntimeError
+        with the node's log, which says "address already in use" (``start_cluster`` then
+        starts again on fresh ports)."""
+        server = start_process(self.target, p.cmd, cwd=self.dir.name, timeout=NODE_START_TIMEOUT)
+        deadline = time.monotonic() + NODE_START_TIMEOUT
+        while ROUTE_LISTENING not in server.log:
+            if server.proc is not None and server.proc.poll() is not None:
+                settle = time.monotonic() + 2  # its last lines, still being read
+                while "address already in use" not in server.log and time.monotonic() < settle:
+                    time.sleep(0.05)
+                log = server.log
+                server.stop()
+                raise RuntimeError(f"{self.target} node {p.name} exited after starting; "
+                                   f"stderr:\n{log}")
+            if time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"{self.target} node {p.name} did not log "
+                                   f"{ROUTE_LISTENING!r} within {NODE_START_TIMEOUT:.0f}s; "
+                                   f"stderr:\n{server.log}")
+            time.sleep(0.01)
+        return server
 
     def _cluster_name_from_info(self) -> str:
         info = read_info(self.nodes[0].host, self.nodes[0].port)
