@@ -267,3 +267,65 @@ def test_connect_sets_headers_and_pedantic():
     ops = p.feed(b'CONNECT {"headers":true,"pedantic":false}\r\nHPUB a 2 3\r\nh:x\r\n')
     assert ops[1] == (OP_HPUB, b"a", None, b"h:", b"x")
     assert p.feed(b"PUB a..b 1\r\nx\r\n") == [(OP_PUB, b"a..b", None, b"x")]
+
+
+# ------------------------------------------------------------- runs of short PUBs (acks)
+
+_run_records = st.sampled_from([
+    b"PUB $JS.ACK.S.C.1.%d.%d.17.0 4\r\n+ACK\r\n", b"PUB $JS.ACK.S.C.1.%d.%d.17.0 0\r\n\r\n",
+    b"PUB a.%d.%d 4\r\n-NAK\r\n", b"PUB a.%d.%d r 4\r\n+ACK\r\n", b"PUB a.%d.%d 4\r\n+AC \r\n",
+    b"PUB a.%d.%d 2\r\n\r\n\r\n", b"PUB a.%d.%d 4\r\n+ACKX\r\n", b"PUB a.%d.%d  4\r\n+ACK\r\n",
+    b"PUB a.%d\t%d 4\r\n+ACK\r\n", b"PUB " + b"x" * 54 + b".%d.%d 4\r\n+ACK\r\n",
+    b"PUB a.%d.%d 04\r\n+ACK\r\n", b"PING\r\n", b"PUB a.%d.%d 4\r\n+ACK",
+])
+
+
+@settings(max_examples=300)
+@given(st.lists(_run_records, min_size=1, max_size=40), st.booleans(),
+       st.sampled_from([60, 4096]))
+def test_runs_of_short_pubs_parse_as_one_by_one(records, pedantic, max_control_line):
+    """Runs of PUBs with one short payload each (as acks come), taken together by the
+    parser's run form, give exactly the operations the byte-by-byte path gives (which never
+    takes a fast path): odd records, a reply, a control line over the limit, a record cut
+    off at the end."""
+    data = b"".join(r % (i, i) if b"%d" in r else r for i, r in enumerate(records))
+
+    def run(sizes: list[int]) -> list[tuple]:
+        p = parser(max_control_line=max_control_line)
+        p.pedantic = pedantic
+        ops: list[tuple] = []
+        i = 0
+        for n in sizes:
+            ops += p.feed(data[i:i + n])
+            i += n
+        return ops
+
+    assert run([len(data)]) == run([1] * len(data))
+
+
+def test_a_run_of_acks_is_parsed_in_one_step():
+    """Forty ``+ACK`` PUBs: the same forty operations (the run form's pattern is made once
+    per payload)."""
+    from minijs.protocol import parser as parser_module
+
+    data = b"".join(b"PUB $JS.ACK.S.C.1.%d.%d.17.%d 4\r\n+ACK\r\n" % (i, i, 40 - i)
+                    for i in range(40))
+    p = parser()
+    p.pedantic = False
+    ops = p.feed(data)
+    assert ops == [(OP_PUB, b"$JS.ACK.S.C.1.%d.%d.17.%d" % (i, i, 40 - i), None, b"+ACK")
+                   for i in range(40)]
+    assert b"+ACK" in parser_module._RUN_FORMS
+
+
+def test_a_run_stops_at_a_control_line_over_the_limit():
+    """In a run of ``+ACK`` PUBs, one whose control line is one byte over the limit ends
+    the run: the parser fails on it as it does alone, after the ones before it."""
+    limit = 20
+    ok = b"PUB %s 4\r\n+ACK\r\n" % (b"a" * (limit - 2))  # argument exactly at the limit
+    over = b"PUB %s 4\r\n+ACK\r\n" % (b"b" * (limit - 1))
+    p = parser(max_control_line=limit)
+    p.pedantic = False
+    ops = p.feed(ok * 3 + over + ok)
+    assert ops[:3] == [(OP_PUB, b"a" * (limit - 2), None, b"+ACK")] * 3
+    assert ops[3:] == [(OP_CLOSE, ERR_MAX_CONTROL_LINE)]

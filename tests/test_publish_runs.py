@@ -17,10 +17,12 @@ import pytest
 from minijs import Server
 
 
-async def _client(server: Server) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _client(server: Server, pedantic: bool = True
+                  ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     await reader.readline()  # INFO
-    writer.write(b'CONNECT {"verbose":false,"headers":true,"no_responders":true}\r\n')
+    writer.write(b'CONNECT {"verbose":false,"headers":true,"no_responders":true,'
+                 b'"pedantic":%s}\r\n' % (b"true" if pedantic else b"false"))
     return reader, writer
 
 
@@ -253,4 +255,113 @@ async def test_stream_takes_runs_as_one_by_one(config: dict, tmp_path,
         finally:
             await srv.stop()
     assert taken, "no run was taken whole: this case tests nothing"
+    assert results[0] == results[1]
+
+
+# ---------------------------------------------------------------- runs of acks
+
+#: stream config, consumer config, whether some run of plain acks is taken whole
+_ACK_CONFIGS = [
+    ({"storage": "memory"}, {}, True),
+    ({"storage": "file"}, {}, True),
+    ({"storage": "memory", "retention": "workqueue"}, {}, False),
+    ({"storage": "file", "retention": "interest"}, {}, False),
+    ({"storage": "memory"}, {"ack_policy": "all"}, False),
+    ({"storage": "memory"}, {"max_deliver": 2}, True),
+    ({"storage": "memory"}, {"sample_freq": "100%"}, False),
+]
+
+
+def _ack_subject(line: bytes) -> tuple[bytes, list[bytes]]:
+    """A delivery's ack reply subject, and its tokens without the timestamp."""
+    reply = line.split(b" ")[3]
+    toks = reply.split(b".")
+    return reply, toks[:7] + toks[8:]
+
+
+async def _exercise_acks(server: Server, stream: dict, consumer: dict, seed: int) -> dict:
+    """Rounds of a fetch (no wait) and one write of acks for what it got, in random order
+    with random bodies, some as requests, among stray subjects: what the client got (ack
+    timestamps left out) and the consumer's state after each round."""
+    rng = random.Random(seed)
+    reader, writer = await _client(server, pedantic=False)  # (as clients connect)
+    writer.write(b"SUB _I.> 1\r\n")
+    body = json.dumps({"name": "A", "subjects": ["a.>"], **stream}).encode()
+    writer.write(b"PUB $JS.API.STREAM.CREATE.A _I.c %d\r\n%s\r\n" % (len(body), body))
+    body = json.dumps({"stream_name": "A", "config": {
+        "durable_name": "d", "ack_policy": "explicit", **consumer}}).encode()
+    writer.write(b"PUB $JS.API.CONSUMER.CREATE.A.d _I.d %d\r\n%s\r\n" % (len(body), body))
+    writer.write(b"".join(b"PUB a.%d 2\r\n%02d\r\n" % (i % 3, i % 100) for i in range(120)))
+    await _roundtrip(reader, writer)
+    cons = server.jetstream.streams["A"].consumers["d"]
+    seen: list = []
+    bodies = [b"+ACK", b"+ACK", b"", b"", b"-NAK", b"+WPI", b"+TERM", b"+ACK "]
+    for round_ in range(6):
+        body = b'{"batch":%d,"no_wait":true}' % rng.randint(5, 40)
+        writer.write(b"PUB $JS.API.CONSUMER.MSG.NEXT.A.d _I.n.%d %d\r\n%s\r\n"
+                     % (round_, len(body), body))
+        got = await _roundtrip(reader, writer)
+        msgs = [line for line, _ in _messages(got) if line.startswith(b"MSG a.")]
+        seen.append([_ack_subject(line)[1] for line in msgs])
+        acks = []
+        for line in rng.sample(msgs, len(msgs)):
+            reply, _ = _ack_subject(line)
+            if rng.random() < 0.1:
+                reply = rng.choice([b"$JS.ACK.A.d.1.9999.9999.1.0", b"$JS.ACK.A.d.1.x.y.1.0",
+                                    b"$JS.ACK.A.d.1.2", reply.replace(b".1.", b"..", 1)])
+            inbox = b" _I.r.%d.%d" % (round_, len(acks)) if rng.random() < 0.2 else b""
+            payload = rng.choice(bodies if round_ % 2 else bodies[:4])  # plain acks only
+            acks.append(b"PUB %s%s %d\r\n%s\r\n" % (reply, inbox, len(payload), payload))
+            if rng.random() < 0.1:
+                acks.append(acks[-1])  # the same ack again
+        writer.write(b"".join(acks) + b"PING\r\n")
+        answers = b""
+        while b"PONG\r\n" not in answers:
+            answers += await asyncio.wait_for(reader.read(65536), 5)
+        while True:  # answers that wait for a commit may come after the PONG
+            try:
+                answers += await asyncio.wait_for(reader.read(65536), 0.2)
+            except asyncio.TimeoutError:
+                break
+        seen.append(sorted(line for line, _ in _messages(answers.replace(b"PONG\r\n", b""))))
+        acks_state = cons.acks
+        seen.append((sorted(acks_state.pending), dict(acks_state.rdc), list(acks_state.rdq),
+                     acks_state.adflr, acks_state.asflr, acks_state.reported_floor(),
+                     server.jetstream.streams["A"].store.state().msgs))
+    writer.close()
+    return {"seen": seen}
+
+
+@pytest.mark.parametrize("stream,consumer,whole", _ACK_CONFIGS, ids=lambda c: ",".join(
+    f"{k}={v}" for k, v in c.items()) if isinstance(c, dict) else str(c))
+async def test_consumer_takes_ack_runs_as_one_by_one(stream: dict, consumer: dict, whole: bool,
+                                                     tmp_path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same fetches and acks, with each read's acks routed as a run
+    (``Router.publish_shared_run``, taken whole by ``AckTracker.take_shared_run`` where it
+    can) and one by one: the same answers, the same deliveries, the same consumer state."""
+    from minijs.core.connection import Connection
+    from minijs.jetstream.consumers.acks import AckTracker
+
+    taken: list[int] = []
+    take = AckTracker.take_shared_run
+
+    def counting(self, subjects, replies, payloads):
+        done = take(self, subjects, replies, payloads)
+        taken.append(len(payloads) if done else 0)
+        return done
+
+    monkeypatch.setattr(AckTracker, "take_shared_run", counting)
+    results = []
+    for runs in (True, False):
+        if not runs:
+            monkeypatch.setattr(Connection, "_publish_shared_run", lambda self, ops, i, n: 0)
+        srv = Server(port=-1, jetstream=True, store_dir=str(tmp_path / f"runs-{runs}"), seed=3)
+        await srv.start()
+        try:
+            results.append(await _exercise_acks(srv, stream, consumer, seed=11))
+        finally:
+            await srv.stop()
+    assert taken, "no run of acks reached the consumer: this case tests nothing"
+    assert any(taken) == whole
     assert results[0] == results[1]

@@ -25,7 +25,7 @@ from minijs.config import GLOBAL_ACCOUNT
 from minijs.core.permissions import ClientPermissions
 from minijs.core import msgtrace
 from minijs.core.subjects import has_empty_token, is_subscribable
-from minijs.core.sublist import Subscription
+from minijs.core.sublist import SharedMatch, Subscription
 from minijs.protocol import wire
 from minijs.protocol.wire import CRLF, SIZE_LINES, Sized
 from minijs.protocol.parser import (
@@ -63,6 +63,14 @@ class ConnectionOwner(Protocol):
         """Route a run of a client's messages on one subject, without headers, in order, each
         as :meth:`publish` would, counting each in (the connection's and the server's
         ``in_msgs`` / ``in_bytes``) as :meth:`Connection._publish` does."""
+    def shared_match(self, subject: bytes, origin: "Connection") -> SharedMatch | None:
+        """A prefix of ``subject`` that decides what every subject beginning with it (and
+        without an empty token) matches in ``origin``'s account, or None."""
+    def publish_shared_run(self, shared: SharedMatch, subjects: list[bytes],
+                           replies: list[bytes | None], payloads: list[bytes],
+                           origin: "Connection") -> None:
+        """Route a run of a client's messages on subjects that begin with ``shared``'s
+        prefix, as :meth:`publish_run` routes a run on one subject."""
     def no_responders(self, subject: bytes, reply: bytes, origin: "Connection") -> None: ...
     def publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,
                        header: bytes | None, payload: bytes, origin: "Connection | None"
@@ -139,6 +147,9 @@ RESERVED_REPLY_PREFIXES = (b"_R_.", b"$JS.ACK.", b"_GR_.", b"$GR.")
 #: Subjects a client may not publish to: Raft groups, and gateway-routed replies (old and new
 #: prefixes; the prefix alone is no violation).
 RESERVED_PUBLISH_PREFIXES = (b"$NRG.", b"_GR_.", b"$GR.")
+#: A prefix at least this long is in a reserved namespace exactly when every subject that
+#: begins with it is.
+_RESERVED_PREFIX_SIZE = max(map(len, RESERVED_PUBLISH_PREFIXES))
 #: Prefixes that nats-server reserves only when something follows them.
 BARE_PREFIXES = (b"$JS.ACK.", b"_GR_.", b"$GR.")
 #: The queue group name nats-server keeps for its own services.
@@ -464,6 +475,7 @@ class Connection(asyncio.Protocol):
         tracing = server.log.trace_enabled
         count = len(ops)
         i = 0
+        shared_runs = True  # until a read shows a PUB that cannot start one
         while i < count:
             op = ops[i]
             i += 1
@@ -472,10 +484,18 @@ class Connection(asyncio.Protocol):
                 if tracing:
                     if not self.closed:
                         self._trace_in(op)
-                elif i < count and (nxt := ops[i])[0] == OP_PUB and nxt[1] == op[1]:
-                    # Two or more PUBs on one subject in a row: routed as a run.
-                    i = self._publish_run(ops, i - 1, count)
-                    continue
+                elif i < count and (nxt := ops[i])[0] == OP_PUB:
+                    if nxt[1] == op[1]:
+                        # Two or more PUBs on one subject in a row: routed as a run.
+                        i = self._publish_run(ops, i - 1, count)
+                        continue
+                    if shared_runs:
+                        # On subjects whose match one prefix decides (acks): as a run too.
+                        stop = self._publish_shared_run(ops, i - 1, count)
+                        if stop:
+                            i = stop
+                            continue
+                        shared_runs = False
                 self._publish(op[1], op[2], None, op[3])
                 continue
             if self.closed:
@@ -801,6 +821,76 @@ class Connection(asyncio.Protocol):
             self._publish(subject, op[2], None, op[3])
             return start + 1
         self.server.publish_run(subject, replies, payloads, self)
+        return stop
+
+    def _publish_shared_run(self, ops: list[tuple], start: int, count: int) -> int:
+        """Route the PUBs that follow each other in ``ops`` from ``start`` on subjects whose
+        match one prefix decides (``ConnectionOwner.shared_match``: the acks of one
+        consumer) as one run, as :meth:`_publish_run` routes a run on one subject; return
+        the index of the first op it did not take, or 0 when no run of at least two starts
+        at ``start`` (nothing done).
+
+        Only a client without verbose, subject mappings or publish permissions to check
+        has such runs, on a prefix not in a reserved namespace; a message ends the run when
+        it needs more than routing (:meth:`_publish_run` says which)."""
+        perms = self.perms
+        if (self.verbose or self.mappings is not None
+                or (perms is not None and perms.checks_publish)):
+            return 0
+        subject = ops[start][1]
+        shared = self.server.shared_match(subject, self)
+        if shared is None:
+            return 0
+        size = shared[0]
+        prefix = subject[:size]
+        if prefix.startswith(RESERVED_PUBLISH_PREFIXES):
+            return 0
+        stop = start
+        while stop < count and (op := ops[stop])[0] == OP_PUB and op[1].startswith(prefix):
+            stop += 1
+        if stop - start < 2:
+            return 0
+        run = ops[start:stop]
+        subjects = [op[1] for op in run]
+        replies = [op[2] for op in run]
+        payloads = [op[3] for op in run]
+        joined = b" ".join(subjects) + b" "
+        if (replies.count(None) == len(replies) and size >= _RESERVED_PREFIX_SIZE
+                and b".." not in joined and b". " not in joined
+                and set(map(type, payloads)) == {bytes}):
+            # The common run (acks), checked as a whole: no reply subjects, and no subject
+            # with an empty token (the subjects have no spaces).
+            self.server.publish_shared_run(shared, subjects, replies, payloads, self)
+            return stop
+        subjects = []
+        replies = []
+        payloads = []
+        check_empty = self.no_responders
+        check_reserved = size < _RESERVED_PREFIX_SIZE
+        stop = start
+        while stop < count:
+            op = ops[stop]
+            if op[0] != OP_PUB:
+                break
+            subject = op[1]
+            # it begins with the prefix and has no empty token after it (nor a reserved one)
+            if (not subject.startswith(prefix) or len(subject) == size
+                    or subject[-1] == 46 or subject.find(b"..", size - 1) >= 0
+                    or (check_reserved and subject.startswith(RESERVED_PUBLISH_PREFIXES))):
+                break
+            reply = op[2]
+            payload = op[3]
+            if type(payload) is not bytes or (reply is not None and (
+                    reply.startswith(RESERVED_REPLY_PREFIXES) or (check_empty and (
+                        reply[0] == 46 or reply[-1] == 46 or reply.partition(b"..")[1])))):
+                break
+            subjects.append(subject)
+            replies.append(reply)
+            payloads.append(payload)
+            stop += 1
+        if stop - start < 2:
+            return 0
+        self.server.publish_shared_run(shared, subjects, replies, payloads, self)
         return stop
 
     def _publish_traced(self, trace: msgtrace.MsgTrace, subject: bytes, reply: bytes | None,

@@ -29,7 +29,9 @@ from minijs.config import (
 from minijs.core import msgtrace, services
 from minijs.core.connection import Connection
 from minijs.core.fanout import fan_out, receivers
-from minijs.core.sublist import InternalSubscriptions, MatchResult, Subscription, Sublist
+from minijs.core.sublist import (
+    InternalSubscriptions, MatchResult, SharedMatch, Subscription, Sublist,
+)
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
 from minijs.randomness import RandomSource
@@ -471,8 +473,94 @@ class Router(InternalSubscriptions):
             self.publish(subject, replies[k], None, payload, origin)
             k += 1
 
-    def _count_run(self, payloads: list[bytes], origin: Connection, sublist: Sublist) -> None:
-        """A run delivered in one step: every count one by one would make."""
+    def shared_match(self, subject: bytes, origin: Connection) -> SharedMatch | None:
+        """A prefix of ``subject`` that decides what every subject beginning with it matches
+        in ``origin``'s account (:meth:`Sublist.shared_match`), for
+        :meth:`publish_shared_run`; None when there is none, or when a fault rule or an
+        account link could take a message."""
+        sublist = origin.sublist
+        if self.fault_hook is not None or sublist.links is not None:
+            return None
+        return sublist.shared_match(subject)
+
+    def publish_shared_run(self, shared: SharedMatch,
+                           subjects: list[bytes], replies: list[bytes | None],
+                           payloads: list[bytes], origin: Connection) -> None:
+        """Route a run of ``origin``'s messages without headers, on subjects that begin with
+        the prefix ``shared`` (from :meth:`shared_match`) and have no empty token, in order,
+        each exactly as :meth:`publish` routes it and counted in just before it is routed.
+
+        Their match is found once, and holds while the sublist keeps it (any subscription that
+        comes or goes drops it); then the rest go one by one through :meth:`publish`. An
+        internal receiver that alone receives them is told of the run around its handler's
+        calls (``RunReceiver.begin_run`` / ``end_run``, which it may use to do once what each
+        message would: a consumer's wake-up after its acks, a stream's answers); a subject
+        matched here is not kept in the sublist's cache (each usually comes once: acks)."""
+        _, node, result = shared
+        sublist = origin.sublist
+        stats = self.stats
+        routes = self.routes
+        no_responders = origin.no_responders
+        plain = result.plain
+        groups = result.groups
+        receiver = plain[0] if len(plain) == 1 and not groups else None
+        if receiver is not None and receiver.conn is not None:
+            receiver = None
+        taker = receiver.run_receiver if receiver is not None and not receiver.closed else None
+        n = len(payloads)
+        k = 0
+        if taker is not None:
+            if taker.take_shared_run(subjects, replies, payloads):
+                self._count_run(payloads, origin, sublist, matched=False)
+                return
+            taker.begin_run()
+        try:
+            while k < n:
+                if node.tail is not result:
+                    break
+                sublist.cache_misses += 1
+                subject = subjects[k]
+                reply = replies[k]
+                payload = payloads[k]
+                size = len(payload)
+                k += 1
+                origin.in_msgs += 1
+                origin.in_bytes += size
+                stats.in_msgs += 1
+                stats.in_bytes += size
+                if routes is not None:
+                    routes.gen += 1
+                if receiver is not None:
+                    # fan_out's walk, written for one internal receiver
+                    if not receiver.closed:
+                        receiver.callback(receiver, subject, reply, None, payload, origin)
+                        stats.out_msgs += 1
+                        stats.out_bytes += size
+                        continue
+                    delivered = 0
+                elif plain or groups:
+                    delivered = fan_out(self, result, subject, reply, None, payload, origin)
+                else:
+                    delivered = 0
+                if not delivered and reply and no_responders:
+                    self.no_responders(subject, reply, origin)
+        finally:
+            if taker is not None:
+                taker.end_run()
+        while k < n:
+            payload = payloads[k]
+            size = len(payload)
+            origin.in_msgs += 1
+            origin.in_bytes += size
+            stats.in_msgs += 1
+            stats.in_bytes += size
+            self.publish(subjects[k], replies[k], None, payload, origin)
+            k += 1
+
+    def _count_run(self, payloads: list[bytes], origin: Connection, sublist: Sublist,
+                   matched: bool = True) -> None:
+        """A run delivered in one step: every count one by one would make (each message a
+        hit of the sublist's cache, or with ``matched`` False a walk past it)."""
         n = len(payloads)
         size = sum(map(len, payloads))
         stats = self.stats
@@ -482,7 +570,10 @@ class Router(InternalSubscriptions):
         stats.in_bytes += size
         stats.out_msgs += n
         stats.out_bytes += size
-        sublist.cache_hits += n
+        if matched:
+            sublist.cache_hits += n
+        else:
+            sublist.cache_misses += n
         if self.routes is not None:
             self.routes.gen += n
 

@@ -21,15 +21,22 @@ CACHE_MAX = 1024
 
 
 class RunReceiver(Protocol):
-    """An internal subscription's owner that takes a *run*: several messages of one client
-    on one subject, without headers, that this subscription alone receives
-    (``Router.publish_run``). First :meth:`take_run` may take the whole run in one step;
-    when it does not, the handler is called for each message between :meth:`begin_run` and
-    :meth:`end_run`. Either way each message has exactly the effects it has alone."""
+    """An internal subscription's owner that takes a *run*: several messages of one client,
+    without headers, that this subscription alone receives, on one subject
+    (``Router.publish_run``) or on subjects one prefix decides the match of
+    (``Router.publish_shared_run``). First :meth:`take_run` or :meth:`take_shared_run` may
+    take the whole run in one step; when it does not, the handler is called for each message
+    between :meth:`begin_run` and :meth:`end_run`. Either way each message has exactly the
+    effects it has alone."""
 
     def take_run(self, subject: bytes, replies: list[bytes | None],
                  payloads: list[bytes]) -> bool:
         """Take the whole run now (True), or leave it to the handler (False, nothing done)."""
+
+    def take_shared_run(self, subjects: list[bytes], replies: list[bytes | None],
+                        payloads: list[bytes]) -> bool:
+        """The same for a run on subjects of one shared match (``Router.publish_shared_run``:
+        a consumer's acks)."""
 
     def begin_run(self) -> None: ...
 
@@ -175,6 +182,9 @@ class _Node:
 
 
 EMPTY_RESULT = MatchResult()
+
+#: :meth:`Sublist.shared_match`'s answer: the prefix's length, its node, what it matches.
+SharedMatch = tuple[int, _Node, MatchResult]
 
 
 class Sublist:
@@ -356,6 +366,38 @@ class Sublist:
             result = MatchResult()
             self._collect(self._root, tokens, 0, n, result)
         return result
+
+    def shared_match(self, subject: bytes) -> SharedMatch | None:
+        """What every subject that begins with a prefix of ``subject`` matches, when its
+        literal walk there leaves the tree whatever follows: the walk meets no ``*`` branch,
+        and the node it reaches has no literal or ``*`` child, only ``>`` subscriptions below
+        (every ack subject ``$JS.ACK.<stream>.<consumer>.…`` of one consumer; every key of
+        a KV bucket a stream alone listens on). Returns the prefix's length in bytes (it ends
+        with ``.``), the node (its ``tail`` is the result as long as the index does not change:
+        every insert and remove clears it) and the result, which holds for any subject that
+        begins with that prefix and has no empty token; None when no such prefix of at least
+        one token exists. Nothing is counted: the caller counts each subject it routes."""
+        node = self._root
+        size = 0
+        for tok in subject.split(b"."):
+            if node.star is not None or not tok:
+                return None
+            if not node.children:
+                if node is self._root:
+                    return None
+                result = node.tail
+                if result is None:
+                    result = node.tail = MatchResult()
+                    self._collect(self._root, subject.split(b"."), 0,
+                                  subject.count(b".") + 1, result)
+                    self._memos.append(node)
+                return size, node, result
+            child = node.children.get(tok)
+            if child is None:
+                return None
+            node = child
+            size += len(tok) + 1
+        return None
 
     def _collect(self, node: _Node, tokens: list[bytes], i: int, n: int,
                  result: MatchResult) -> None:

@@ -67,6 +67,7 @@ The rules are nats-server's parser, byte for byte:
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from minijs.protocol import gojson, wire
 
@@ -126,6 +127,29 @@ _SHORTS_TO_SHRINK = 2
 _PLAIN_PUB = re.compile(rb"PUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8})\r\n").match
 _PLAIN_HPUB = re.compile(
     rb"HPUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8}) (0|[1-9][0-9]{0,8})\r\n").match
+
+#: Runs of PUBs without a reply subject that carry one short payload each (as clients write
+#: acks: empty, ``+ACK``) are found in one step: by payload, a pattern matching such a run,
+#: and the bytes between one record's subject and the next's (see :func:`_run_form`).
+_RUN_FORMS: dict[bytes, tuple[Callable[[bytes, int], "re.Match[bytes] | None"], bytes]] = {}
+_RUN_PAYLOAD_MAX = 8
+_RUN_FORMS_MAX = 64
+
+
+def _run_form(payload: bytes) -> tuple[Callable[[bytes, int], "re.Match[bytes] | None"],
+                                       bytes] | None:
+    """The run form of ``payload`` (made once): None for a payload with a space, CR or LF
+    (then the gap between two subjects could occur inside one), or when enough forms exist."""
+    form = _RUN_FORMS.get(payload)
+    if form is None:
+        if (b" " in payload or b"\r" in payload or b"\n" in payload
+                or len(_RUN_FORMS) >= _RUN_FORMS_MAX):
+            return None
+        record_end = b" %d\r\n%s\r\n" % (len(payload), payload)
+        form = _RUN_FORMS[payload] = (
+            re.compile(rb"(?:PUB [^ \t\r\n]+" + re.escape(record_end) + rb")+").match,
+            record_end + b"PUB ")
+    return form
 
 # SUB/UNSUB split at \r and \n too, never at VT or FF.
 _SUB_SEPARATORS = bytes.maketrans(b"\t\r\n", b"   ")
@@ -367,8 +391,19 @@ class Parser:
                 if (start - pos - 6 <= max_control_line and stop - start <= max_payload
                         and stop + 2 <= end and buf[stop] == 13 and buf[stop + 1] == 10
                         and (not self.pedantic or is_pedantic_literal(subject))):
-                    ops.append((OP_PUB, subject, reply, buf[start:stop]))
+                    payload = buf[start:stop]
+                    ops.append((OP_PUB, subject, reply, payload))
                     pos = stop + 2
+                    if (reply is None and stop - start <= _RUN_PAYLOAD_MAX and not self.pedantic
+                            and (form := _run_form(payload)) is not None
+                            and (run := form[0](buf, pos)) is not None):
+                        # More PUBs like it follow (a client's acks): taken together.
+                        stop = run.end()
+                        gap = form[1]
+                        subjects = buf[pos + 4:stop + 4 - len(gap)].split(gap)
+                        if max(map(len, subjects)) + len(token) + 1 <= max_control_line:
+                            ops += [(OP_PUB, subject, None, payload) for subject in subjects]
+                            pos = stop
                     continue
             elif buf[pos] == 72 and self.headers:  # "H": the same for a plain HPUB
                 m = _PLAIN_HPUB(buf, pos)

@@ -192,6 +192,9 @@ class AckTracker:
         self._timer: Timer | None = None
         self._timer_at = 0
         self._sub: Any = None
+        #: While a run of acks is routed here (:meth:`begin_run` to :meth:`end_run`): 1, or 2
+        #: once an ack owes the consumer a wake-up, done once at the run's end; else 0.
+        self._run = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -207,7 +210,7 @@ class AckTracker:
         host = self.host
         if host.config.ack_policy != "none":
             subject = f"$JS.ACK.{host.stream.name}.{host.name}.>"
-            self._sub = host.bus.subscribe_internal(subject, self.on_ack)
+            self._sub = host.bus.subscribe_internal(subject, self.on_ack, run_receiver=self)
 
     def stop(self) -> None:
         """Cancel the ack-wait timer and drop the ack subscription."""
@@ -322,6 +325,81 @@ class AckTracker:
 
     # ------------------------------------------------------------------ acks
 
+    def take_run(self, subject: bytes, replies: list[bytes | None],
+                 payloads: list[bytes]) -> bool:
+        """Acks on one subject are not taken as a whole (see :meth:`begin_run`)."""
+        return False
+
+    def take_shared_run(self, subjects: list[bytes], replies: list[bytes | None],
+                        payloads: list[bytes]) -> bool:
+        """Take a run of a client's plain acks (one read's: empty bodies or ``+ACK``) as one
+        step, with each ack's effects (:meth:`on_ack` and :meth:`ack`): an explicit-ack
+        consumer of a limits stream, not sampling acks. The consumer's activity, the ack
+        time and its wake-up come once, after the last (:meth:`begin_run` says why that is
+        nats-server's order too). Otherwise it does nothing and returns False."""
+        host = self.host
+        if (host.config.ack_policy != "explicit" or self.sample_freq > 0
+                or host.stream.config.retention != "limits"):
+            return False
+        if payloads.count(b"+ACK") + payloads.count(b"") != len(payloads):
+            return False
+        pending = self.pending
+        durable = host.durable
+        acked = False
+        for subject, reply in zip(subjects, replies):
+            toks = subject.split(b".")
+            n = len(toks)
+            try:
+                if n == 9:
+                    sseq, dseq = int(toks[5]), int(toks[6])
+                elif n >= 11:
+                    sseq, dseq = int(toks[7]), int(toks[8])
+                else:
+                    continue
+            except ValueError:
+                continue
+            p = pending.pop(sseq, None)
+            if p is None:
+                self._ack_not_pending(sseq)
+            else:
+                acked = True
+                if self.rdc:
+                    self.rdc.pop(sseq, None)
+                if self.rdq and sseq in self.rdq:
+                    self.rdq.remove(sseq)
+                # as in ack(): the in-order case inlined
+                if (pending and p[0] == self.adflr + 1
+                        and (nxt := pending.get(sseq + 1)) is not None):
+                    self.adflr, self.asflr = nxt[0] - 1, sseq
+                else:
+                    self._advance_floor(p[0], sseq)
+                if self._sflr is not None:
+                    self._store_floor_ack(p[0], sseq)
+                if durable.persist and not durable.scheduled:
+                    durable.changed()
+            if reply:
+                host.confirm_ack(reply)
+        if host.delete_timer is not None:
+            host.note_activity()
+        if acked:
+            self.acked_at = host.clock.time_ns()
+            host.wake()
+        return True
+
+    def begin_run(self) -> None:
+        """A run of a client's acks (one read's, ``Router.publish_shared_run``) comes one
+        by one to :meth:`on_ack`; the wake-up the acks owe the consumer (freed ack-pending
+        room) comes once, after the last (:meth:`end_run`). nats-server's consumer delivers
+        from its own loop, after the acks it has already read, so deliveries after the run's
+        acks are among the orders it produces."""
+        self._run = 1
+
+    def end_run(self) -> None:
+        owed = self._run == 2
+        self._run = 0
+        if owed and not self.host.closed:
+            self.host.wake()
+
     def on_ack(self, sub: Any, subject: bytes, reply: bytes | None, hdr: bytes | None,
                payload: bytes, origin: Any) -> None:
         """An ack on ``$JS.ACK.<stream>.<consumer>.>``."""
@@ -398,7 +476,10 @@ class AckTracker:
             durable.changed()
         if host.stream.config.retention == "limits":  # _after_acks() has nothing to remove
             if wake:
-                host.wake()
+                if self._run:
+                    self._run = 2
+                else:
+                    host.wake()
         else:
             self._after_acks((sseq,), wake)
 
@@ -513,7 +594,10 @@ class AckTracker:
                 if subject is not None:
                     self.remove_if_unneeded(seq, subject)
         if wake:
-            self.host.wake()
+            if self._run:
+                self._run = 2
+            else:
+                self.host.wake()
 
     def remove_if_unneeded(self, seq: int, subject: str) -> None:
         """An acked message leaves a work-queue or interest stream unless another consumer

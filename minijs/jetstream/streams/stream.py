@@ -341,6 +341,12 @@ class Stream:
             self._schedule_expiry()
         return True
 
+    def take_shared_run(self, subjects: list[bytes], replies: list[bytes | None],
+                        payloads: list[bytes]) -> bool:
+        """A run on several subjects goes message by message, between :meth:`begin_run`
+        and :meth:`end_run`."""
+        return False
+
     def begin_run(self) -> None:
         """A run goes through :meth:`_on_publish` one message at a time: its answers are kept
         and sent together at its end (:meth:`end_run`), in order. Not with republish, whose
