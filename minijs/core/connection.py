@@ -808,10 +808,7 @@ class Connection(asyncio.Protocol):
                 break
             reply = op[2]
             payload = op[3]
-            if type(payload) is not bytes or (reply is not None and (
-                    reply.startswith(RESERVED_REPLY_PREFIXES) or (check_empty and (
-                        # has_empty_token(reply), inlined: once per message of a run
-                        reply[0] == 46 or reply[-1] == 46 or reply.partition(b"..")[1])))):
+            if _goes_alone(reply, payload, check_empty):
                 break
             replies.append(reply)
             payloads.append(payload)
@@ -880,9 +877,7 @@ class Connection(asyncio.Protocol):
                 break
             reply = op[2]
             payload = op[3]
-            if type(payload) is not bytes or (reply is not None and (
-                    reply.startswith(RESERVED_REPLY_PREFIXES) or (check_empty and (
-                        reply[0] == 46 or reply[-1] == 46 or reply.partition(b"..")[1])))):
+            if _goes_alone(reply, payload, check_empty):
                 break
             subjects.append(subject)
             replies.append(reply)
@@ -1133,6 +1128,17 @@ class Connection(asyncio.Protocol):
         head, _, rest = data.partition(b"\r\n")
         self.trace(f"->> [{head.decode(errors='replace')}]")
         self.trace(f"->> MSG_PAYLOAD: [{_quote(rest[:-2])}]")
+
+
+def _goes_alone(reply: bytes | None, payload: bytes, check_empty: bool) -> bool:
+    """Does this message of a run need more than routing (so it ends the run)? A reply
+    subject in a reserved namespace, or with an empty token where a 503 would be owed
+    (``check_empty``: the client asked for no-responders), or a payload that repeats the
+    client's size tokens (:class:`~minijs.protocol.wire.Sized`)."""
+    return type(payload) is not bytes or (reply is not None and (
+        reply.startswith(RESERVED_REPLY_PREFIXES) or (check_empty and (
+            # has_empty_token(reply), inlined
+            reply[0] == 46 or reply[-1] == 46 or b".." in reply))))
 
 
 def _quote(body: bytes) -> str:

@@ -462,16 +462,22 @@ class Router(InternalSubscriptions):
                     k = self._route_run(subject, replies, payloads, origin, result, receiver)
                 finally:
                     taker.end_run()
+        if k < n:
+            self._publish_rest([subject] * n, replies, payloads, k, origin)
+
+    def _publish_rest(self, subjects: list[bytes], replies: list[bytes | None],
+                      payloads: list[bytes], k: int, origin: Connection) -> None:
+        """The messages of a run from ``k`` on, one by one through :meth:`publish`, each
+        counted in just before it is routed."""
         stats = self.stats
-        while k < n:
+        for k in range(k, len(payloads)):
             payload = payloads[k]
             size = len(payload)
             origin.in_msgs += 1
             origin.in_bytes += size
             stats.in_msgs += 1
             stats.in_bytes += size
-            self.publish(subject, replies[k], None, payload, origin)
-            k += 1
+            self.publish(subjects[k], replies[k], None, payload, origin)
 
     def shared_match(self, subject: bytes, origin: Connection) -> SharedMatch | None:
         """A prefix of ``subject`` that decides what every subject beginning with it matches
@@ -497,65 +503,24 @@ class Router(InternalSubscriptions):
         message would: a consumer's wake-up after its acks, a stream's answers); a subject
         matched here is not kept in the sublist's cache (each usually comes once: acks)."""
         _, node, result = shared
-        sublist = origin.sublist
-        stats = self.stats
-        routes = self.routes
-        no_responders = origin.no_responders
         plain = result.plain
-        groups = result.groups
-        receiver = plain[0] if len(plain) == 1 and not groups else None
+        receiver = plain[0] if len(plain) == 1 and not result.groups else None
         if receiver is not None and receiver.conn is not None:
             receiver = None
         taker = receiver.run_receiver if receiver is not None and not receiver.closed else None
-        n = len(payloads)
-        k = 0
         if taker is not None:
             if taker.take_shared_run(subjects, replies, payloads):
-                self._count_run(payloads, origin, sublist, matched=False)
+                self._count_run(payloads, origin, origin.sublist, matched=False)
                 return
             taker.begin_run()
         try:
-            while k < n:
-                if node.tail is not result:
-                    break
-                sublist.cache_misses += 1
-                subject = subjects[k]
-                reply = replies[k]
-                payload = payloads[k]
-                size = len(payload)
-                k += 1
-                origin.in_msgs += 1
-                origin.in_bytes += size
-                stats.in_msgs += 1
-                stats.in_bytes += size
-                if routes is not None:
-                    routes.gen += 1
-                if receiver is not None:
-                    # fan_out's walk, written for one internal receiver
-                    if not receiver.closed:
-                        receiver.callback(receiver, subject, reply, None, payload, origin)
-                        stats.out_msgs += 1
-                        stats.out_bytes += size
-                        continue
-                    delivered = 0
-                elif plain or groups:
-                    delivered = fan_out(self, result, subject, reply, None, payload, origin)
-                else:
-                    delivered = 0
-                if not delivered and reply and no_responders:
-                    self.no_responders(subject, reply, origin)
+            k = self._route_each(subjects, replies, payloads, origin, result, receiver,
+                                 lambda: node.tail is result, matched=False)
         finally:
             if taker is not None:
                 taker.end_run()
-        while k < n:
-            payload = payloads[k]
-            size = len(payload)
-            origin.in_msgs += 1
-            origin.in_bytes += size
-            stats.in_msgs += 1
-            stats.in_bytes += size
-            self.publish(subjects[k], replies[k], None, payload, origin)
-            k += 1
+        if k < len(payloads):
+            self._publish_rest(subjects, replies, payloads, k, origin)
 
     def _count_run(self, payloads: list[bytes], origin: Connection, sublist: Sublist,
                    matched: bool = True) -> None:
@@ -584,13 +549,9 @@ class Router(InternalSubscriptions):
         ``subject``; returns how many messages it routed."""
         sublist = origin.sublist
         cache = sublist.cache
-        stats = self.stats
-        routes = self.routes
-        no_responders = origin.no_responders
         plain = result.plain
-        groups = result.groups
         n = len(payloads)
-        if receiver is None and len(plain) == 1 and not groups and routes is None:
+        if receiver is None and len(plain) == 1 and not result.groups and self.routes is None:
             sub = plain[0]
             conn = sub.conn
             if (conn is not None and not sub.closed and not sub.max
@@ -600,11 +561,34 @@ class Router(InternalSubscriptions):
                 conn.deliver_run(sub, subject, replies, payloads)
                 self._count_run(payloads, origin, sublist)
                 return n
+        return self._route_each([subject] * n, replies, payloads, origin, result, receiver,
+                                lambda: cache.get(subject) is result, matched=True)
+
+    def _route_each(self, subjects: list[bytes], replies: list[bytes | None],
+                    payloads: list[bytes], origin: Connection, result: MatchResult,
+                    receiver: Subscription | None, holds: Callable[[], bool],
+                    matched: bool) -> int:
+        """Route a run's messages one at a time to the receivers in ``result`` while
+        ``holds()`` says the sublist still gives that result, each counted in just before it
+        is routed (and as a hit of the sublist's cache when ``matched``, else as a walk past
+        it); ``receiver``: the one internal subscription that alone receives them, called
+        directly. Returns how many it routed."""
+        sublist = origin.sublist
+        stats = self.stats
+        routes = self.routes
+        no_responders = origin.no_responders
+        plain = result.plain
+        groups = result.groups
+        n = len(payloads)
         k = 0
         while k < n:
-            if cache.get(subject) is not result:
+            if not holds():
                 break
-            sublist.cache_hits += 1
+            if matched:
+                sublist.cache_hits += 1
+            else:
+                sublist.cache_misses += 1
+            subject = subjects[k]
             reply = replies[k]
             payload = payloads[k]
             size = len(payload)

@@ -128,28 +128,19 @@ _PLAIN_PUB = re.compile(rb"PUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,
 _PLAIN_HPUB = re.compile(
     rb"HPUB ([^ \t\r\n]+) (?:([^ \t\r\n]+) )?(0|[1-9][0-9]{0,8}) (0|[1-9][0-9]{0,8})\r\n").match
 
-#: Runs of PUBs without a reply subject that carry one short payload each (as clients write
-#: acks: empty, ``+ACK``) are found in one step: by payload, a pattern matching such a run,
-#: and the bytes between one record's subject and the next's (see :func:`_run_form`).
-_RUN_FORMS: dict[bytes, tuple[Callable[[bytes, int], "re.Match[bytes] | None"], bytes]] = {}
-_RUN_PAYLOAD_MAX = 8
-_RUN_FORMS_MAX = 64
-
-
-def _run_form(payload: bytes) -> tuple[Callable[[bytes, int], "re.Match[bytes] | None"],
-                                       bytes] | None:
-    """The run form of ``payload`` (made once): None for a payload with a space, CR or LF
-    (then the gap between two subjects could occur inside one), or when enough forms exist."""
-    form = _RUN_FORMS.get(payload)
-    if form is None:
-        if (b" " in payload or b"\r" in payload or b"\n" in payload
-                or len(_RUN_FORMS) >= _RUN_FORMS_MAX):
-            return None
-        record_end = b" %d\r\n%s\r\n" % (len(payload), payload)
-        form = _RUN_FORMS[payload] = (
-            re.compile(rb"(?:PUB [^ \t\r\n]+" + re.escape(record_end) + rb")+").match,
+def _run_form(payload: bytes) -> tuple[Callable[[bytes, int], "re.Match[bytes] | None"], bytes]:
+    """A pattern matching a run of ``PUB <subject> <size>\r\n<payload>\r\n`` records (no
+    reply subject), and the bytes between one record's subject and the next's: ``payload``
+    has no space, CR or LF, so they occur nowhere else in the run."""
+    record_end = b" %d\r\n%s\r\n" % (len(payload), payload)
+    return (re.compile(rb"(?:PUB [^ \t\r\n]+" + re.escape(record_end) + rb")+").match,
             record_end + b"PUB ")
-    return form
+
+
+#: Runs of PUBs that carry an ack's body each (empty, as nats-py acks, or ``+ACK``, as the
+#: Go and C clients do) and no reply subject are found in one step: by payload, its run form.
+_RUN_FORMS = {payload: _run_form(payload) for payload in (b"", b"+ACK")}
+_RUN_PAYLOAD_MAX = 4
 
 # SUB/UNSUB split at \r and \n too, never at VT or FF.
 _SUB_SEPARATORS = bytes.maketrans(b"\t\r\n", b"   ")
@@ -395,7 +386,7 @@ class Parser:
                     ops.append((OP_PUB, subject, reply, payload))
                     pos = stop + 2
                     if (reply is None and stop - start <= _RUN_PAYLOAD_MAX and not self.pedantic
-                            and (form := _run_form(payload)) is not None
+                            and (form := _RUN_FORMS.get(payload)) is not None
                             and (run := form[0](buf, pos)) is not None):
                         # More PUBs like it follow (a client's acks): taken together.
                         stop = run.end()
