@@ -81,6 +81,20 @@ def test_ack_run_acks_every_message(target: str, js: JsClient, stream_name: str,
     assert (info["delivered"]["consumer_seq"], info["delivered"]["stream_seq"]) == (40, 40)
 
 
+@pytest.mark.parametrize("storage", ["memory", "file"])
+def test_ack_run_of_the_first_ones_in_order(target: str, js: JsClient, stream_name: str,
+                                            storage: str) -> None:
+    """The first 25 of 40 delivered messages acked in order in one write: the floor stops at
+    25 with 15 pending; acking the rest in a second write clears them."""
+    msgs = setup(js, stream_name, 40, storage)
+    js.raw.send(b"".join(pub(m.reply or "", b"+ACK") for m in msgs[:25]))
+    info = settle(js, stream_name, lambda i: i["num_ack_pending"] <= 15)
+    assert floors(info) == (25, 25, 15)
+    js.raw.send(b"".join(pub(m.reply or "", b"") for m in msgs[25:]))
+    info = settle(js, stream_name, lambda i: i["num_ack_pending"] == 0)
+    assert floors(info) == (40, 40, 0)
+
+
 def test_ack_run_out_of_order_with_repeats_and_strays(target: str, js: JsClient,
                                                       stream_name: str) -> None:
     """Acks of 3, 1, 1, 2 and 5 among subjects that are no ack of a delivered message (a

@@ -304,8 +304,13 @@ async def _exercise_acks(server: Server, stream: dict, consumer: dict, seed: int
         msgs = [line for line, _ in _messages(got) if line.startswith(b"MSG a.")]
         seen.append([_ack_subject(line)[1] for line in msgs])
         acks = []
-        for line in rng.sample(msgs, len(msgs)):
+        in_order = round_ % 3 == 0  # plain acks of the first ones, in order
+        for line in (msgs[:rng.randint(2, len(msgs))] if in_order
+                     else rng.sample(msgs, len(msgs))):
             reply, _ = _ack_subject(line)
+            if in_order:
+                acks.append(b"PUB %s 4\r\n+ACK\r\n" % reply)
+                continue
             if rng.random() < 0.1:
                 reply = rng.choice([b"$JS.ACK.A.d.1.9999.9999.1.0", b"$JS.ACK.A.d.1.x.y.1.0",
                                     b"$JS.ACK.A.d.1.2", reply.replace(b".1.", b"..", 1)])
@@ -345,13 +350,21 @@ async def test_consumer_takes_ack_runs_as_one_by_one(stream: dict, consumer: dic
 
     taken: list[int] = []
     take = AckTracker.take_shared_run
+    in_order: list[bool] = []
+    take_in_order = AckTracker._take_in_order
 
     def counting(self, subjects, replies, payloads):
         done = take(self, subjects, replies, payloads)
         taken.append(len(payloads) if done else 0)
         return done
 
+    def counting_in_order(self, subjects):
+        done = take_in_order(self, subjects)
+        in_order.append(done)
+        return done
+
     monkeypatch.setattr(AckTracker, "take_shared_run", counting)
+    monkeypatch.setattr(AckTracker, "_take_in_order", counting_in_order)
     results = []
     for runs in (True, False):
         if not runs:
@@ -364,4 +377,5 @@ async def test_consumer_takes_ack_runs_as_one_by_one(stream: dict, consumer: dic
             await srv.stop()
     assert taken, "no run of acks reached the consumer: this case tests nothing"
     assert any(taken) == whole
+    assert any(in_order) == whole  # the in-order rounds went the one-step way
     assert results[0] == results[1]

@@ -79,6 +79,7 @@ consumer's wake-up, state-change, activity and advisory hooks.
 """
 from __future__ import annotations
 
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from minijs.jetstream.config import consumer as C
@@ -343,6 +344,9 @@ class AckTracker:
             return False
         if payloads.count(b"+ACK") + payloads.count(b"") != len(payloads):
             return False
+        if (self._sflr is None and not self.rdc and not self.rdq
+                and replies.count(None) == len(replies) and self._take_in_order(subjects)):
+            return True
         pending = self.pending
         durable = host.durable
         acked = False
@@ -384,6 +388,46 @@ class AckTracker:
         if acked:
             self.acked_at = host.clock.time_ns()
             host.wake()
+        return True
+
+    def _take_in_order(self, subjects: list[bytes]) -> bool:
+        """:meth:`take_shared_run` for its most common run, in one step: acks (9-token
+        subjects, no replies) of the messages pending right above the ack floor, in stream
+        order, each the delivery right after the one before, none redelivered. One by one,
+        each would move the floor to itself; so the floor moves to the last as :meth:`ack`
+        moves it. False (nothing done) for any other run."""
+        n = len(subjects)
+        tokens = b".".join(subjects).split(b".")
+        if len(tokens) != 9 * n or list(map(bytes.count, subjects, repeat(b"."))).count(8) != n:
+            return False
+        try:
+            seqs = list(map(int, tokens[5::9]))
+        except ValueError:
+            return False
+        pending = self.pending
+        first = seqs[0]
+        if seqs != list(range(first, first + n)) or list(islice(pending, n)) != seqs:
+            return False
+        p = pending[first]
+        if p[0] != self.adflr + 1 or pending[seqs[-1]][0] != p[0] + n - 1:
+            return False
+        last = pending[seqs[-1]]
+        for seq in seqs:
+            del pending[seq]
+        # the last ack, as ack() applies it, the floor right below it
+        self.adflr, self.asflr = last[0] - 1, seqs[-1] - 1
+        if pending and (nxt := pending.get(seqs[-1] + 1)) is not None:
+            self.adflr, self.asflr = nxt[0] - 1, seqs[-1]
+        else:
+            self._advance_floor(last[0], seqs[-1])
+        host = self.host
+        durable = host.durable
+        if durable.persist and not durable.scheduled:
+            durable.changed()
+        if host.delete_timer is not None:
+            host.note_activity()
+        self.acked_at = host.clock.time_ns()
+        host.wake()
         return True
 
     def begin_run(self) -> None:
