@@ -198,3 +198,25 @@ def test_run_to_own_subscription_without_echo(target: str, raw: RawFactory, subj
     client.send(b"".join(pub(subject, b"e%d" % i) for i in range(5)))
     assert client.barrier() == b""
     assert other.barrier() == b"".join(msg(subject, 2, b"e%d" % i) for i in range(5))
+
+
+def test_long_run_to_a_subscriber(target: str, raw: RawFactory, subject: str) -> None:
+    """Nine hundred 200-byte messages in one write (more than one read, and more than a
+    server queues before it writes), some with a reply subject: each arrives once, in
+    order."""
+    client = ready(raw)
+    subscribe(client, subject, 1)
+    sender = ready(raw)
+    body = [bytes([65 + i % 26]) * 200 for i in range(900)]
+    sender.send(b"".join(pub(subject, body[i], reply=f"r.{i}" if i % 3 else None)
+                         for i in range(900)))
+    sender.barrier()
+    want = b"".join(msg(subject, 1, body[i], reply=f"r.{i}" if i % 3 else None)
+                    for i in range(900))
+    got = b""
+    while len(got) < len(want):
+        more = client.read_available(0.5)
+        if not more:
+            break
+        got += more
+    assert got == want

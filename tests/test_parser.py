@@ -277,6 +277,10 @@ _run_records = st.sampled_from([
     b"PUB a.%d.%d 2\r\n\r\n\r\n", b"PUB a.%d.%d 4\r\n+ACKX\r\n", b"PUB a.%d.%d  4\r\n+ACK\r\n",
     b"PUB a.%d\t%d 4\r\n+ACK\r\n", b"PUB " + b"x" * 54 + b".%d.%d 4\r\n+ACK\r\n",
     b"PUB a.%d.%d 04\r\n+ACK\r\n", b"PING\r\n", b"PUB a.%d.%d 4\r\n+ACK",
+    # the same control line again and again (an async publisher's burst), odd ones among them
+    b"PUB s.x 3\r\nabc\r\n", b"PUB s.x 3\r\nabc\r\n", b"PUB s.x r 3\r\nabc\r\n",
+    b"PUB s.x 3\r\nab\r\n\r\n", b"PUB s.x 3\r\nabcd\r\n", b"PUB s.x 3\r\na",
+    b"PUB s.x 0\r\n\r\n", b"PUB s.x 3\r\n\r\n\r\n\r\n",
 ])
 
 
@@ -284,10 +288,11 @@ _run_records = st.sampled_from([
 @given(st.lists(_run_records, min_size=1, max_size=40), st.booleans(),
        st.sampled_from([60, 4096]))
 def test_runs_of_short_pubs_parse_as_one_by_one(records, pedantic, max_control_line):
-    """Runs of PUBs with one short payload each (as acks come), taken together by the
-    parser's run form, give exactly the operations the byte-by-byte path gives (which never
-    takes a fast path): odd records, a reply, a control line over the limit, a record cut
-    off at the end."""
+    """Runs of PUBs with an ack's body each (as acks come), or with one control line (as an
+    async publisher's burst comes), taken together by the parser, give exactly the
+    operations the byte-by-byte path gives (which never takes a fast path): odd records, a
+    reply, a control line over the limit, a payload longer than its size, a record cut off
+    at the end."""
     data = b"".join(r % (i, i) if b"%d" in r else r for i, r in enumerate(records))
 
     def run(sizes: list[int]) -> list[tuple]:

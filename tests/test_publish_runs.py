@@ -379,3 +379,48 @@ async def test_consumer_takes_ack_runs_as_one_by_one(stream: dict, consumer: dic
     assert any(taken) == whole
     assert any(in_order) == whole  # the in-order rounds went the one-step way
     assert results[0] == results[1]
+
+
+async def test_a_long_run_is_written_where_one_by_one_writes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run to one client subscriber larger than the early-write size is framed in one
+    loop and written at exactly the points one by one writes (each time the queued output
+    reaches ``EARLY_WRITE_SIZE``): the same writes, byte for byte."""
+    from minijs.core.connection import Connection
+
+    def one_by_one(self, sub, subject, replies, payloads):
+        for reply, payload in zip(replies, payloads):
+            self.deliver(sub, subject, reply, None, payload)
+
+    writes: list[list[int]] = []
+    for runs in (True, False):
+        if not runs:
+            monkeypatch.setattr(Connection, "deliver_run", one_by_one)
+        srv = Server(port=-1)
+        await srv.start()
+        try:
+            sub_reader, sub_writer = await _client(srv)
+            sub_writer.write(b"SUB big 1\r\n")
+            await _roundtrip(sub_reader, sub_writer)
+            conn = next(c for c in srv.connections.values() if c.subs)
+            sizes: list[int] = []
+            transport_write = conn.transport.write
+            monkeypatch.setattr(conn.transport, "write",
+                                lambda data: (sizes.append(len(data)), transport_write(data)))
+            reader, writer = await _client(srv)
+            run = b"".join(b"PUB big %s200\r\n%s\r\n" % (b"r " if i % 3 else b"",
+                                                           bytes([65 + i % 26]) * 200)
+                           for i in range(900))
+            writer.write(run)
+            await _roundtrip(reader, writer)
+            got = b""
+            while got.count(b"MSG big 1 ") < 900:
+                got += await asyncio.wait_for(sub_reader.read(1 << 20), 5)
+            assert got.count(b"MSG big 1 r 200\r\n") == 600
+            writes.append(sizes)
+            sub_writer.close()
+            writer.close()
+        finally:
+            await srv.stop()
+    assert len(writes[0]) > 2
+    assert writes[0] == writes[1]

@@ -1024,12 +1024,11 @@ class Connection(asyncio.Protocol):
     def deliver_run(self, sub: Subscription, subject: bytes, replies: list[bytes | None],
                     payloads: list[bytes]) -> None:
         """:meth:`deliver` of a run of messages (``bytes``, no headers) on one subject to
-        ``sub``, a subscription without an auto-unsubscribe limit, in order. A run that
-        would take the queued output past ``EARLY_WRITE_SIZE`` goes one by one, so a client
-        too far behind is cut where it would be."""
-        if (self.perms is not None or self.closed or self.server.log.trace_enabled
-                or self._out_size + sum(map(len, payloads)) + 128 * len(payloads)
-                >= EARLY_WRITE_SIZE):
+        ``sub``, a subscription without an auto-unsubscribe limit, in order: framed in one
+        loop, and written wherever one by one would write (each time the queued output
+        reaches ``EARLY_WRITE_SIZE``), so a client too far behind is cut where it would be;
+        what follows a cut goes one by one."""
+        if self.perms is not None or self.closed or self.server.log.trace_enabled:
             for reply, payload in zip(replies, payloads):
                 self.deliver(sub, subject, reply, None, payload)
             return
@@ -1037,21 +1036,36 @@ class Connection(asyncio.Protocol):
             sub.frame_subject = subject
             sub.frame_prefix = b"MSG " + subject + b" " + sub.sid + b" "
         prefix = sub.frame_prefix
+        fixed = len(prefix) + 2
         out = self._out
+        room = EARLY_WRITE_SIZE - self._out_size
         size_lines = SIZE_LINES
         framed = 0
         count = 0
-        for reply, payload in zip(replies, payloads):
+        n = 0
+        for i, payload in enumerate(payloads):
             size = len(payload)
             line = size_lines.get(size) or wire.size_line(size)
+            reply = replies[i]
             if reply:
                 out += (prefix, reply, b" ", line, payload, CRLF)
-                framed += len(reply) + 1
+                framed += fixed + len(reply) + 1 + len(line) + size
             else:
                 out += (prefix, line, payload, CRLF)
-            framed += len(line) + size
+                framed += fixed + len(line) + size
             count += size
-        self._queued_run(sub, len(payloads), count, framed + len(payloads) * (len(prefix) + 2))
+            n += 1
+            if framed >= room:
+                self._queued_run(sub, n, count, framed)  # (it writes now)
+                if self.closed:  # cut as a slow consumer: the rest as one by one
+                    for reply, payload in zip(replies[i + 1:], payloads[i + 1:]):
+                        self.deliver(sub, subject, reply, None, payload)
+                    return
+                out = self._out
+                room = EARLY_WRITE_SIZE - self._out_size
+                framed = count = n = 0
+        if n:
+            self._queued_run(sub, n, count, framed)
 
     def deliver_replies(self, sub: Subscription, subjects: list[bytes],
                         payloads: list[bytes]) -> None:

@@ -384,7 +384,19 @@ class Parser:
                         and (not self.pedantic or is_pedantic_literal(subject))):
                     payload = buf[start:stop]
                     ops.append((OP_PUB, subject, reply, payload))
+                    line = buf[pos:start]
                     pos = stop + 2
+                    if buf.startswith(line, pos):
+                        # More PUBs with this very control line follow (an async publisher's
+                        # burst): each is its line, then its payload, then CRLF.
+                        size = stop - start
+                        skip = len(line)
+                        while (buf.startswith(line, pos)
+                               and (stop := pos + skip + size) + 2 <= end
+                               and buf[stop] == 13 and buf[stop + 1] == 10):
+                            ops.append((OP_PUB, subject, reply, buf[pos + skip:stop]))
+                            pos = stop + 2
+                        continue
                     if (reply is None and stop - start <= _RUN_PAYLOAD_MAX and not self.pedantic
                             and (form := _RUN_FORMS.get(payload)) is not None
                             and (run := form[0](buf, pos)) is not None):
