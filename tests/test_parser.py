@@ -5,8 +5,8 @@ from hypothesis import given, settings, strategies as st
 
 from minijs.protocol.parser import (
     ERR_AUTH_VIOLATION, ERR_MAX_CONTROL_LINE, ERR_MAX_PAYLOAD, ERR_UNKNOWN_OP, OP_CLOSE,
-    OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_SUB, OP_UNSUB,
-    Parser,
+    OP_CONNECT, OP_ERR, OP_HPUB, OP_INFO, OP_OK, OP_PING, OP_PONG, OP_PUB, OP_PUB_RUN, OP_SUB,
+    OP_UNSUB, Parser,
 )
 
 
@@ -15,6 +15,17 @@ def parser(headers: bool = True, **kw) -> Parser:
     p = Parser(**kw)
     p.headers = headers
     return p
+
+
+def one_by_one(ops: list[tuple]) -> list[tuple]:
+    """``ops`` with each ``OP_PUB_RUN`` written out as the PUBs it stands for."""
+    out: list[tuple] = []
+    for op in ops:
+        if op[0] == OP_PUB_RUN:
+            out += [(OP_PUB, op[1], op[2], payload) for payload in op[3]]
+        else:
+            out.append(op)
+    return out
 
 
 def parse(data: bytes, **kw) -> list[tuple]:
@@ -305,7 +316,10 @@ def test_runs_of_short_pubs_parse_as_one_by_one(records, pedantic, max_control_l
             i += n
         return ops
 
-    assert run([len(data)]) == run([1] * len(data))
+    whole = run([len(data)])
+    assert one_by_one(whole) == run([1] * len(data))
+    # a run op stands for two or more PUBs with one control line, never for one
+    assert all(len(op[3]) > 1 for op in whole if op[0] == OP_PUB_RUN)
 
 
 def test_a_run_of_acks_is_parsed_in_one_step():
@@ -330,6 +344,6 @@ def test_a_run_stops_at_a_control_line_over_the_limit():
     over = b"PUB %s 4\r\n+ACK\r\n" % (b"b" * (limit - 1))
     p = parser(max_control_line=limit)
     p.pedantic = False
-    ops = p.feed(ok * 3 + over + ok)
-    assert ops[:3] == [(OP_PUB, b"a" * (limit - 2), None, b"+ACK")] * 3
+    ops = p.feed(b"".join(ok.replace(b"PUB a", b"PUB %d" % i) for i in range(3)) + over + ok)
+    assert ops[:3] == [(OP_PUB, b"%d" % i + b"a" * (limit - 3), None, b"+ACK") for i in range(3)]
     assert ops[3:] == [(OP_CLOSE, ERR_MAX_CONTROL_LINE)]

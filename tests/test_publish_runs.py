@@ -424,3 +424,37 @@ async def test_a_long_run_is_written_where_one_by_one_writes(
             await srv.stop()
     assert len(writes[0]) > 2
     assert writes[0] == writes[1]
+
+
+async def test_a_burst_is_traced_message_by_message() -> None:
+    """With tracing on (``-V``), PUBs that repeat one control line (which the parser hands
+    over as one run) are each traced and delivered, in order."""
+    import io
+
+    from minijs.log import Logger
+
+    log = io.StringIO()
+    srv = Server(port=-1, logger=Logger(log, trace=True))
+    await srv.start()
+    try:
+        got: list[bytes] = []
+        srv.subscribe_internal(b"burst", lambda sub, s, r, h, p, o: got.append(p))
+        reader, writer = await _client(srv)
+        writer.write(b"PUB burst 2\r\nab\r\n" * 4)
+        await _roundtrip(reader, writer)
+        writer.close()
+    finally:
+        await srv.stop()
+    assert got == [b"ab"] * 4
+    assert log.getvalue().count("<<- [PUB burst 2]") == 4
+    assert log.getvalue().count('<<- MSG_PAYLOAD: ["ab"]') == 4
+
+
+def test_a_burst_is_one_parser_operation() -> None:
+    """PUBs that repeat one control line come out of the parser as one ``OP_PUB_RUN``."""
+    from minijs.protocol.parser import OP_PUB_RUN, Parser
+
+    p = Parser()
+    p.pedantic = False
+    assert p.feed(b"PUB a r 2\r\nx1\r\nPUB a r 2\r\nx2\r\nPUB a r 2\r\nx3\r\nPUB a 2\r\nx4\r\n") == [
+        (OP_PUB_RUN, b"a", b"r", [b"x1", b"x2", b"x3"]), (1, b"a", None, b"x4")]

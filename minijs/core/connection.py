@@ -29,7 +29,8 @@ from minijs.core.sublist import SharedMatch, Subscription
 from minijs.protocol import wire
 from minijs.protocol.wire import CRLF, SIZE_LINES, Sized
 from minijs.protocol.parser import (
-    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HMSG, OP_HPUB, OP_PING, OP_PONG, OP_PUB, OP_SEND_ERR,
+    OP_CLOSE, OP_CONNECT, OP_ERR, OP_HMSG, OP_HPUB, OP_PING, OP_PONG, OP_PUB, OP_PUB_RUN,
+    OP_SEND_ERR,
     OP_SUB, OP_UNSUB, Parser,
 )
 
@@ -498,6 +499,16 @@ class Connection(asyncio.Protocol):
                         shared_runs = False
                 self._publish(op[1], op[2], None, op[3])
                 continue
+            if kind == OP_PUB_RUN:  # PUBs repeating one control line
+                if tracing:
+                    for payload in op[3]:
+                        one = (OP_PUB, op[1], op[2], payload)
+                        if not self.closed:
+                            self._trace_in(one)
+                        self._publish(op[1], op[2], None, payload)
+                else:
+                    self._publish_payloads(op[1], op[2], op[3])
+                continue
             if self.closed:
                 if kind == OP_HPUB:
                     self._publish(op[1], op[2], op[3], op[4])
@@ -788,13 +799,7 @@ class Connection(asyncio.Protocol):
         then the read goes on. The router routes the run (:meth:`ConnectionOwner.publish_run`).
         """
         subject = ops[start][1]
-        first = subject[0]
-        perms = self.perms
-        if (self.verbose or self.mappings is not None
-                or ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES))
-                or (perms is not None and perms.checks_publish
-                    and perms.pub_cache.get(subject) is not True)
-                or first == 46 or subject[-1] == 46 or subject.partition(b"..")[1]):
+        if not self._routes_runs_on(subject):
             op = ops[start]
             self._publish(subject, op[2], None, op[3])
             return start + 1
@@ -819,6 +824,30 @@ class Connection(asyncio.Protocol):
             return start + 1
         self.server.publish_run(subject, replies, payloads, self)
         return stop
+
+    def _routes_runs_on(self, subject: bytes) -> bool:
+        """Does a run on ``subject`` need nothing of its messages but routing (what depends
+        only on the subject: its mapping, reserved prefixes, publish permission, an empty
+        token, verbose)?"""
+        first = subject[0]
+        perms = self.perms
+        return not (
+            self.verbose or self.mappings is not None
+            or ((first == 36 or first == 95) and subject.startswith(RESERVED_PUBLISH_PREFIXES))
+            or (perms is not None and perms.checks_publish
+                and perms.pub_cache.get(subject) is not True)
+            or first == 46 or subject[-1] == 46 or b".." in subject)
+
+    def _publish_payloads(self, subject: bytes, reply: bytes | None,
+                          payloads: list[bytes]) -> None:
+        """The PUBs of an ``OP_PUB_RUN`` (one subject, one reply subject): routed as a run
+        when :meth:`_publish_run` would route them so, else one by one."""
+        if not self._routes_runs_on(subject) or _goes_alone(reply, payloads[0],
+                                                             self.no_responders):
+            for payload in payloads:
+                self._publish(subject, reply, None, payload)
+            return
+        self.server.publish_run(subject, [reply] * len(payloads), payloads, self)
 
     def _publish_shared_run(self, ops: list[tuple], start: int, count: int) -> int:
         """Route the PUBs that follow each other in ``ops`` from ``start`` on subjects whose

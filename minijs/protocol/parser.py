@@ -12,7 +12,9 @@ Invariants:
   (512 bytes at first, then growing and shrinking as it does), and :meth:`Parser.feed` takes
   exactly one such read;
 * the hot path (a plain ``PUB`` or ``HPUB`` whose payload is in the same read) is one
-  regular-expression match and a slice or two per message.
+  regular-expression match and a slice or two per message; the PUBs after it that repeat its
+  control line (an async publisher's burst) cost a comparison and a slice each, and come as
+  one operation, as do the acks after an ack (one pattern match for the run).
 
 Operations are plain tuples, first item the op code, because they are made once per message on
 the hot path:
@@ -20,6 +22,8 @@ the hot path:
 ==============================================  ========================================
 ``(OP_PUB, subject, reply, payload)``           ``reply`` is ``None`` when absent; also an
                                                 ``HPUB`` with an empty header block
+``(OP_PUB_RUN, subject, reply, payloads)``      PUBs in a row that repeat one control line
+                                                (at least two): one per payload, in order
 ``(OP_HPUB, subject, reply, header, payload)``  ``header`` is the raw block (never empty)
 ``(OP_HMSG,)``                                  a client's ``HMSG``: an empty message with
                                                 no subject, which reaches no one
@@ -84,6 +88,7 @@ OP_OK = 9
 OP_ERR = 10
 OP_SEND_ERR = 11
 OP_HMSG = 12
+OP_PUB_RUN = 13
 
 ERR_UNKNOWN_OP = "Unknown Protocol Operation"
 ERR_MAX_CONTROL_LINE = "maximum control line exceeded"
@@ -391,11 +396,14 @@ class Parser:
                         # burst): each is its line, then its payload, then CRLF.
                         size = stop - start
                         skip = len(line)
+                        payloads = [payload]
                         while (buf.startswith(line, pos)
                                and (stop := pos + skip + size) + 2 <= end
                                and buf[stop] == 13 and buf[stop + 1] == 10):
-                            ops.append((OP_PUB, subject, reply, buf[pos + skip:stop]))
+                            payloads.append(buf[pos + skip:stop])
                             pos = stop + 2
+                        if len(payloads) > 1:
+                            ops[-1] = (OP_PUB_RUN, subject, reply, payloads)
                         continue
                     if (reply is None and stop - start <= _RUN_PAYLOAD_MAX and not self.pedantic
                             and (form := _RUN_FORMS.get(payload)) is not None
