@@ -329,6 +329,11 @@ async def _exercise_acks(server: Server, stream: dict, consumer: dict, seed: int
             except asyncio.TimeoutError:
                 break
         seen.append(sorted(line for line, _ in _messages(answers.replace(b"PONG\r\n", b""))))
+        if cons.durable.persist:
+            # the state document, its pending parts kept from the last write, is the one a
+            # fresh write makes
+            from minijs.jetstream.consumers.state import DurableState
+            assert cons.durable.document() == DurableState(cons, True).document()
         acks_state = cons.acks
         seen.append((sorted(acks_state.pending), dict(acks_state.rdc), list(acks_state.rdq),
                      acks_state.adflr, acks_state.asflr, acks_state.reported_floor(),

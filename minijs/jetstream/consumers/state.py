@@ -121,6 +121,10 @@ class DurableState:
         #: restored from a document (its state needs no write at start)
         self.restored = False
         self._cfg_json = ""
+        #: stream seq -> (its pending entry, the timestamp it had, its "[seq,dseq,ts]") as the
+        #: last document wrote it: an entry still pending, the same list with the same
+        #: timestamp (its consumer sequence never changes), is not formatted again
+        self._pending_parts: dict[int, tuple[list[int], int, str]] = {}
 
     def changed(self) -> None:
         """The persisted part of the state changed: write it at the end of this turn."""
@@ -179,7 +183,18 @@ class DurableState:
         # The same JSON as json.dumps of {"dseq", "sseq", "adflr", "asflr", "pending": [[seq,
         # dseq, ts], ...], "rdc": [[seq, count], ...]}, written by hand:
         # this runs once per event-loop turn with deliveries or acks, and every value is an int.
-        pending = ",".join([f"[{s},{p[0]},{p[2]}]" for s, p in acks.pending.items()])
+        # Most pending entries were already pending at the last write: their parts are kept.
+        before = self._pending_parts
+        kept: dict[int, tuple[list[int], int, str]] = {}
+        parts: list[str] = []
+        for s, p in acks.pending.items():
+            part = before.get(s)
+            if part is None or part[0] is not p or part[1] != p[2]:
+                part = (p, p[2], f"[{s},{p[0]},{p[2]}]")
+            kept[s] = part
+            parts.append(part[2])
+        self._pending_parts = kept
+        pending = ",".join(parts)
         rdc = ",".join([f"[{s},{dc}]" for s, dc in acks.rdc.items() if dc > 1])
         adflr, asflr = acks.reported_floor()
         state = (f'{{"dseq":{host.dseq},"sseq":{host.sseq},"adflr":{adflr},'
