@@ -79,7 +79,7 @@ consumer's wake-up, state-change, activity and advisory hooks.
 """
 from __future__ import annotations
 
-from itertools import islice, repeat
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from minijs.jetstream.config import consumer as C
@@ -392,10 +392,11 @@ class AckTracker:
 
     def _take_in_order(self, subjects: list[bytes]) -> bool:
         """:meth:`take_shared_run` for its most common run, in one step: acks (9-token
-        subjects, no replies) of the messages pending right above the ack floor, in stream
-        order, each the delivery right after the one before, none redelivered. One by one,
-        each would move the floor to itself; so the floor moves to the last as :meth:`ack`
-        moves it. False (nothing done) for any other run."""
+        subjects, no replies) of consecutive stream sequences, all pending, whose consumer
+        sequences run on from the ack floor without a gap (the deliveries right above it, in
+        order, none redelivered). One by one, each would move the floor to itself; so the
+        floor moves to the last as :meth:`ack` moves it. False (nothing done) for any other
+        run."""
         n = len(subjects)
         tokens = b".".join(subjects).split(b".")
         if len(tokens) != 9 * n or list(map(bytes.count, subjects, repeat(b"."))).count(8) != n:
@@ -406,10 +407,10 @@ class AckTracker:
             return False
         pending = self.pending
         first = seqs[0]
-        if seqs != list(range(first, first + n)) or list(islice(pending, n)) != seqs:
+        if seqs != list(range(first, first + n)) or not all(map(pending.__contains__, seqs)):
             return False
-        p = pending[first]
-        if p[0] != self.adflr + 1 or pending[seqs[-1]][0] != p[0] + n - 1:
+        floor = self.adflr
+        if [pending[seq][0] for seq in seqs] != list(range(floor + 1, floor + 1 + n)):
             return False
         last = pending[seqs[-1]]
         for seq in seqs:
