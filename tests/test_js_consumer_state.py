@@ -248,3 +248,59 @@ async def test_ack_reply_only_after_the_state_commit(rs: Restartable, storage: s
     assert (await reply).data == b""
     doc = json.loads(stream.store.get_meta(STATE_PREFIX + "c"))
     assert doc["state"]["pending"][0][0] == 2  # message 1 acked, message 2 still pending
+
+
+async def test_state_is_written_at_most_every_interval_under_load(rs: Restartable,
+                                                                  clock: VirtualClock) -> None:
+    """Under load a consumer's state is written once per WRITE_INTERVAL of the server's clock
+    (nats-server's consumer store flushes about ten times a second): a change right after a
+    write waits for the interval, a graceful restart still writes it, an ack sent as a request
+    is written (and answered) at the end of its turn, and a kill loses only the changes of the
+    last interval, which come back as redeliveries."""
+    from minijs.jetstream.consumers.state import WRITE_INTERVAL
+
+    nc = rs.nc
+    await setup_stream(nc, msgs=6)
+    await create_consumer(nc, "S", "d", durable_name="d", ack_policy="explicit", ack_wait=30 * S)
+    assert rs.srv is not None
+    store = rs.srv.jetstream.streams["S"].store
+
+    def saved() -> dict:
+        return json.loads(store.get_meta(STATE_PREFIX + "d"))["state"]
+
+    clock.advance(WRITE_INTERVAL)  # (creating the consumer wrote its state)
+    got = await fetch(nc, "S", "d", b'{"batch": 4}', 4)  # the first change since: written
+    assert [p[0] for p in saved()["pending"]] == [1, 2, 3, 4]
+    await nc.publish(got[0].reply, b"+ACK")
+    info = await api(nc, "CONSUMER.INFO.S.d")  # (the ack was applied before this answer)
+    assert info["ack_floor"]["stream_seq"] == 1
+    assert [p[0] for p in saved()["pending"]] == [1, 2, 3, 4]  # waits for the interval
+    clock.advance(WRITE_INTERVAL)
+    await api(nc, "CONSUMER.INFO.S.d")
+    assert [p[0] for p in saved()["pending"]] == [2, 3, 4] and saved()["adflr"] == 1
+
+    await nc.publish(got[1].reply, b"+ACK")  # within the interval again
+    await nc.request(got[2].reply, b"", timeout=2)  # ack_sync: answered after its write
+    assert [p[0] for p in saved()["pending"]] == [4]
+
+    await nc.publish(got[3].reply, b"+ACK")  # deferred, then a graceful restart writes it
+    await api(nc, "CONSUMER.INFO.S.d")
+    assert [p[0] for p in saved()["pending"]] == [4]
+    nc = await rs.restart()
+    after = await api(nc, "CONSUMER.INFO.S.d")
+    assert (after["ack_floor"]["stream_seq"], after["num_ack_pending"]) == (4, 0)
+
+    # A kill inside the interval loses its change: the delivery comes back.
+    got = await fetch(nc, "S", "d", b'{"batch": 1}', 1)  # written at once (interval passed)
+    clock.advance(WRITE_INTERVAL)
+    await fetch(nc, "S", "d", b'{"batch": 1}', 1)
+    await nc.publish(got[0].reply, b"+ACK")
+    clock.advance(WRITE_INTERVAL / 2)
+    await api(nc, "CONSUMER.INFO.S.d")
+    await nc.close()
+    rs.nc = None
+    await rs.srv.crash()
+    nc = rs.nc = await nats.connect(rs.srv.client_url)
+    after = await api(nc, "CONSUMER.INFO.S.d")
+    assert (after["delivered"]["stream_seq"], after["ack_floor"]["stream_seq"],
+            after["num_ack_pending"]) == (6, 4, 2)

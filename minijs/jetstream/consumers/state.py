@@ -14,11 +14,18 @@ Invariants:
 
 * ``persist`` is decided at creation (a file stream, not ``mem_storage``) and cleared by
   delete, which drops the document; a consumer that does not persist never writes.
-* A change of the persisted state is written at most once per event-loop turn in which it
-  changed (``scheduled``), at the end of that turn, into the store's metadata, and
-  committed by the engine's grouped flush; stop writes a change still scheduled, and nothing is
-  written once the consumer, its stream or its store has closed. The config's JSON is kept
-  until the config changes.
+* A change of the persisted state is written into the store's metadata (``scheduled``) and
+  committed by the engine's grouped flush: at the end of the event-loop turn in which it
+  changed when the last write is :data:`WRITE_INTERVAL` or more of the server's clock ago,
+  else when that interval has passed since the last write. So under load a consumer's state
+  is written about ten times a second, however many turns deliver or ack, as nats-server's
+  consumer file store flushes its state (at most every 100 ms): a kill loses at most the last
+  interval's deliveries and acks, which come back as redeliveries. A change that ack replies
+  wait for (:meth:`DurableState.confirm`), and every change of a replicated stream's
+  consumer (proposed to its group as nats-server proposes each update), is written at the
+  end of its turn. Stop writes a change still scheduled, and nothing is written once the
+  consumer, its stream or its store has closed. The config's JSON is kept until the config
+  changes.
 * The replies of acks sent as requests (``ack_replies``) wait for the write of the state they
   left and go out after the commit that carries it (``Stream.confirm_after_commit``), with the
   stream's pub acks; a crash before that commit loses ack and reply together.
@@ -46,11 +53,14 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 from minijs.jetstream.config import consumer as C
 
 if TYPE_CHECKING:
+    from minijs.clock import Clock, Timer
     from minijs.jetstream.bus import MessageBus
     from minijs.jetstream.consumers.acks import AckTracker
     from minijs.jetstream.streams.stream import Stream
 
 _SECOND = 1_000_000_000
+#: Seconds of the server's clock between two writes of a consumer's state under load.
+WRITE_INTERVAL = 0.1
 #: Store metadata key prefix of persisted consumers (``consumer/<name>``).
 STATE_PREFIX = "consumer/"
 _STATE_VERSION = 1
@@ -62,6 +72,7 @@ class StateHost(Protocol):
 
     stream: "Stream"
     bus: "MessageBus"
+    clock: "Clock"
     name: str
     created: int
     config: C.ConsumerConfig
@@ -125,6 +136,10 @@ class DurableState:
         #: last document wrote it: an entry still pending, the same list with the same
         #: timestamp (its consumer sequence never changes), is not formatted again
         self._pending_parts: dict[int, tuple[list[int], int, str]] = {}
+        #: the server clock's monotonic time of the last write
+        self._written_at = float("-inf")
+        #: the write scheduled for when :data:`WRITE_INTERVAL` has passed since the last one
+        self._timer: "Timer | None" = None
 
     def changed(self) -> None:
         """The persisted part of the state changed: write it at the end of this turn."""
@@ -144,9 +159,19 @@ class DurableState:
         self.ack_replies.append(reply)
         if not self.scheduled:
             self._schedule()
+        elif self._timer is not None:  # the reply waits: write at the end of this turn
+            self._cancel_timer()
+            self._schedule()
 
     def _schedule(self) -> None:
         self.scheduled = True
+        host = self.host
+        if not self.ack_replies and not host.stream.replicated:
+            clock = host.clock
+            wait = self._written_at + WRITE_INTERVAL - clock.monotonic()
+            if wait > 0:
+                self._timer = clock.call_later(wait, self._save_soon, housekeeping=True)
+                return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop (direct use in a test): write at once
@@ -154,8 +179,14 @@ class DurableState:
             return
         loop.call_soon(self._save_soon)
 
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     def _save_soon(self) -> None:
         self.scheduled = False
+        self._timer = None
         host = self.host
         if host.closed or not self.persist:
             return
@@ -173,6 +204,7 @@ class DurableState:
         """Buffer the state document in the store metadata (committed by the next flush)."""
         host = self.host
         host.stream.store.put_meta(STATE_PREFIX + host.name, self.document())
+        self._written_at = host.clock.monotonic()
 
     def document(self) -> bytes:
         """The persisted document of this consumer (also what a stream snapshot carries)."""
@@ -207,11 +239,13 @@ class DurableState:
         """A write scheduled for the end of this turn is done now (a cluster leader hands over:
         what the turn wrote is proposed before it steps down)."""
         if self.scheduled:
+            self._cancel_timer()
             self._save_soon()
 
     def flush_on_stop(self) -> None:
         """The consumer stops (server shutdown): a change not yet written is written now, and
         the ack replies waiting for it go out after the stream's closing commit."""
+        self._cancel_timer()
         if self.scheduled and self.persist and not self.host.closed:
             self.scheduled = False
             self.write()
@@ -225,6 +259,8 @@ class DurableState:
         for reply in self.ack_replies:
             self.host.bus.publish(reply, None, None, b"")
         self.ack_replies = []
+        self._cancel_timer()
+        self.scheduled = False
         persisted = self.persist
         self.persist = False
         return persisted
