@@ -218,7 +218,8 @@ async def test_state_is_committed_with_the_grouped_flush(rs: Restartable) -> Non
     assert not stream.store.pending_writes  # already committed, no shutdown needed
     doc = json.loads(stream.store.get_meta(STATE_PREFIX + "d"))
     assert doc["state"]["dseq"] == 3 and doc["state"]["adflr"] == 1
-    assert [p[:2] for p in doc["state"]["pending"]] == [[2, 2]]
+    pending = doc["state"]["pending"]
+    assert (pending["sseq"], pending["dseq"]) == ([2], [2])
     await api(nc, "STREAM.DELETE.S")
     await setup_stream(nc)  # a new stream of the same name starts without consumers
     assert (await api(nc, "CONSUMER.NAMES.S"))["consumers"] == []
@@ -247,7 +248,7 @@ async def test_ack_reply_only_after_the_state_commit(rs: Restartable, storage: s
     stream.flush()
     assert (await reply).data == b""
     doc = json.loads(stream.store.get_meta(STATE_PREFIX + "c"))
-    assert doc["state"]["pending"][0][0] == 2  # message 1 acked, message 2 still pending
+    assert doc["state"]["pending"]["sseq"] == [2]  # message 1 acked, message 2 still pending
 
 
 async def test_state_is_written_at_most_every_interval_under_load(rs: Restartable,
@@ -270,22 +271,22 @@ async def test_state_is_written_at_most_every_interval_under_load(rs: Restartabl
 
     clock.advance(WRITE_INTERVAL)  # (creating the consumer wrote its state)
     got = await fetch(nc, "S", "d", b'{"batch": 4}', 4)  # the first change since: written
-    assert [p[0] for p in saved()["pending"]] == [1, 2, 3, 4]
+    assert saved()["pending"]["sseq"] == [1, 2, 3, 4]
     await nc.publish(got[0].reply, b"+ACK")
     info = await api(nc, "CONSUMER.INFO.S.d")  # (the ack was applied before this answer)
     assert info["ack_floor"]["stream_seq"] == 1
-    assert [p[0] for p in saved()["pending"]] == [1, 2, 3, 4]  # waits for the interval
+    assert saved()["pending"]["sseq"] == [1, 2, 3, 4]  # waits for the interval
     clock.advance(WRITE_INTERVAL)
     await api(nc, "CONSUMER.INFO.S.d")
-    assert [p[0] for p in saved()["pending"]] == [2, 3, 4] and saved()["adflr"] == 1
+    assert saved()["pending"]["sseq"] == [2, 3, 4] and saved()["adflr"] == 1
 
     await nc.publish(got[1].reply, b"+ACK")  # within the interval again
     await nc.request(got[2].reply, b"", timeout=2)  # ack_sync: answered after its write
-    assert [p[0] for p in saved()["pending"]] == [4]
+    assert saved()["pending"]["sseq"] == [4]
 
     await nc.publish(got[3].reply, b"+ACK")  # deferred, then a graceful restart writes it
     await api(nc, "CONSUMER.INFO.S.d")
-    assert [p[0] for p in saved()["pending"]] == [4]
+    assert saved()["pending"]["sseq"] == [4]
     nc = await rs.restart()
     after = await api(nc, "CONSUMER.INFO.S.d")
     assert (after["ack_floor"]["stream_seq"], after["num_ack_pending"]) == (4, 0)
@@ -304,3 +305,41 @@ async def test_state_is_written_at_most_every_interval_under_load(rs: Restartabl
     after = await api(nc, "CONSUMER.INFO.S.d")
     assert (after["delivered"]["stream_seq"], after["ack_floor"]["stream_seq"],
             after["num_ack_pending"]) == (6, 4, 2)
+
+
+async def test_a_version_1_document_is_still_read(rs: Restartable) -> None:
+    """A consumer saved by an earlier minijs (pending acks as [stream seq, consumer seq,
+    timestamp] triples) comes back with its state; the next write is a version 2 document."""
+    nc = rs.nc
+    await setup_stream(nc)
+    await create_consumer(nc, "S", "d", durable_name="d", ack_policy="explicit", ack_wait=30 * S)
+    rs.clock.advance(1)  # (the fetch's change is written at once)
+    await fetch(nc, "S", "d", b'{"batch": 3}', 3)
+    assert rs.srv is not None
+    store = rs.srv.jetstream.streams["S"].store
+    doc = json.loads(store.get_meta(STATE_PREFIX + "d"))
+    assert doc["v"] == 2
+    cols = doc["state"]["pending"]
+    doc["v"] = 1
+    doc["state"]["pending"] = [list(t) for t in zip(cols["sseq"], cols["dseq"], cols["ts"])]
+    doc["state"]["adflr"] = doc["state"]["asflr"] = 1  # as if message 1 had been acked
+    doc["state"]["pending"] = doc["state"]["pending"][1:]
+    before = await api(nc, "CONSUMER.INFO.S.d")
+    await rs.stop()
+    rs.srv = Server(port=0, jetstream=True, clock=rs.clock, store_dir=rs.store_dir)
+    await rs.srv.start()  # recovered from the v2 document; then put the v1 one back
+    await rs.srv.stop()
+    # (the server is stopped: write the v1 document straight into its store)
+    from minijs.jetstream.store.lmdbstore import LmdbStore
+    path = next(Path(rs.store_dir).rglob("data.mdb")).parent
+    with LmdbStore(path) as raw:
+        raw.put_meta(STATE_PREFIX + "d", json.dumps(doc).encode())
+        raw.flush()
+    rs.srv = None
+    nc = await rs.start()
+    after = await api(nc, "CONSUMER.INFO.S.d")
+    assert after["ack_floor"]["stream_seq"] == 1 and after["num_ack_pending"] == 2
+    assert strip(after)["delivered"] == strip(before)["delivered"]
+    got = await fetch(nc, "S", "d", b'{"batch": 1}', 1)
+    assert meta(got[0]) == (1, 4, 4)
+    assert json.loads(rs.srv.jetstream.streams["S"].store.get_meta(STATE_PREFIX + "d"))["v"] == 2

@@ -4,11 +4,14 @@ timestamps, redelivery counts — under the key ``consumer/<name>`` of the strea
 metadata, and come back after a restart (:func:`recover`, which the engine calls once the
 stream is recovered), as nats-server's consumer file store does.
 
-The document is ``{"v": 1, "name", "created", "config", "state": {"dseq", "sseq", "adflr",
-"asflr", "pending": [[stream seq, consumer seq, timestamp], ...], "rdc": [[stream seq, count],
-...]}}``, ``rdc`` listing only counts over 1 (also of messages given up at ``max_deliver``); the
-floor is the reported one (nats-server's consumer store floor, see
-:mod:`~minijs.jetstream.consumers.acks`), which a restarted consumer takes as its floor.
+The document is ``{"v": 2, "name", "created", "config", "state": {"dseq", "sseq", "adflr",
+"asflr", "pending": {"sseq": [...], "dseq": [...], "ts": [...]}, "rdc": [[stream seq, count],
+...]}}``: the pending acks as three columns (stream sequence, consumer sequence, timestamp in
+nanoseconds), so that thousands of them are written by one call of the JSON encoder. ``rdc``
+lists only counts over 1 (also of messages given up at ``max_deliver``); the floor is the
+reported one (nats-server's consumer store floor, see :mod:`~minijs.jetstream.consumers.acks`),
+which a restarted consumer takes as its floor. Documents of version 1, whose ``pending`` is a
+list of ``[stream seq, consumer seq, timestamp]``, are read as well.
 
 Invariants:
 
@@ -48,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from minijs.jetstream.config import consumer as C
@@ -63,7 +67,10 @@ _SECOND = 1_000_000_000
 WRITE_INTERVAL = 0.1
 #: Store metadata key prefix of persisted consumers (``consumer/<name>``).
 STATE_PREFIX = "consumer/"
-_STATE_VERSION = 1
+_STATE_VERSION = 2
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+_consumer_seq = itemgetter(0)
+_timestamp = itemgetter(2)
 
 
 @runtime_checkable
@@ -111,8 +118,10 @@ def read_document(doc: dict[str, Any], last_seq: int) -> SavedState:
     adflr, asflr = int(st["adflr"]), int(st["asflr"])
     rdc = {int(s): int(dc) for s, dc in st.get("rdc", ())}
     rdc = {s: dc for s, dc in rdc.items() if asflr <= s <= last_seq}
-    pending = [(int(s), int(dseq), (int(ts) // _SECOND) * _SECOND)
-               for s, dseq, ts in st.get("pending", ())]
+    saved = st.get("pending", ())
+    if isinstance(saved, dict):  # version 2: columns
+        saved = zip(saved["sseq"], saved["dseq"], saved["ts"], strict=True)
+    pending = [(int(s), int(dseq), (int(ts) // _SECOND) * _SECOND) for s, dseq, ts in saved]
     return SavedState(name, int(doc["created"]), cfg, int(st["dseq"]), int(st["sseq"]),
                       adflr, asflr, pending, rdc)
 
@@ -132,10 +141,6 @@ class DurableState:
         #: restored from a document (its state needs no write at start)
         self.restored = False
         self._cfg_json = ""
-        #: stream seq -> (its pending entry, the timestamp it had, its "[seq,dseq,ts]") as the
-        #: last document wrote it: an entry still pending, the same list with the same
-        #: timestamp (its consumer sequence never changes), is not formatted again
-        self._pending_parts: dict[int, tuple[list[int], int, str]] = {}
         #: the server clock's monotonic time of the last write
         self._written_at = float("-inf")
         #: the write scheduled for when :data:`WRITE_INTERVAL` has passed since the last one
@@ -212,25 +217,18 @@ class DurableState:
         if not self._cfg_json:
             self._cfg_json = json.dumps(dataclasses.asdict(host.config), separators=(",", ":"))
         acks = host.acks
-        # The same JSON as json.dumps of {"dseq", "sseq", "adflr", "asflr", "pending": [[seq,
-        # dseq, ts], ...], "rdc": [[seq, count], ...]}, written by hand:
-        # this runs once per event-loop turn with deliveries or acks, and every value is an int.
-        # Most pending entries were already pending at the last write: their parts are kept.
-        before = self._pending_parts
-        kept: dict[int, tuple[list[int], int, str]] = {}
-        parts: list[str] = []
-        for s, p in acks.pending.items():
-            part = before.get(s)
-            if part is None or part[0] is not p or part[1] != p[2]:
-                part = (p, p[2], f"[{s},{p[0]},{p[2]}]")
-            kept[s] = part
-            parts.append(part[2])
-        self._pending_parts = kept
-        pending = ",".join(parts)
+        # The same JSON as json.dumps of {"dseq", "sseq", "adflr", "asflr", "pending": {"sseq",
+        # "dseq", "ts"}, "rdc": [[seq, count], ...]}, the pending columns taken out of the
+        # tracker's entries ([consumer seq, deadline, timestamp]) and encoded in C: this runs
+        # for every write, and a consumer may have thousands of deliveries pending.
+        entries = acks.pending
+        values = entries.values()
+        pending = _encode({"sseq": list(entries), "dseq": list(map(_consumer_seq, values)),
+                           "ts": list(map(_timestamp, values))})
         rdc = ",".join([f"[{s},{dc}]" for s, dc in acks.rdc.items() if dc > 1])
         adflr, asflr = acks.reported_floor()
         state = (f'{{"dseq":{host.dseq},"sseq":{host.sseq},"adflr":{adflr},'
-                 f'"asflr":{asflr},"pending":[{pending}],"rdc":[{rdc}]')
+                 f'"asflr":{asflr},"pending":{pending},"rdc":[{rdc}]')
         doc = (f'{{"v":{_STATE_VERSION},"name":{json.dumps(host.name)},"created":{host.created},'
                f'"config":{self._cfg_json},"state":{state}}}}}')
         return doc.encode()
