@@ -199,8 +199,9 @@ async def test_state_document_round_trips(tmp_path):
         c.durable.write()
         doc = json.loads(stream.store.get_meta(STATE_PREFIX + "d"))
         assert doc["state"] == {"dseq": 7, "sseq": 9, "adflr": 2, "asflr": 3,
-                                "pending": [[4, 3, 4_000_000_000], [6, 5, 6_500_000_000],
-                                            [8, 6, 8_000_000_000]],
+                                "pending": {"sseq": [4, 6, 8], "dseq": [3, 5, 6],
+                                            "ts": [4_000_000_000, 6_500_000_000,
+                                                   8_000_000_000]},
                                 "rdc": [[6, 3]]}
         assert doc["name"] == "d" and doc["config"]["durable_name"] == "d"
         back = Consumer.restore(stream, doc)

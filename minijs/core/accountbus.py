@@ -80,3 +80,7 @@ class AccountBus(InternalSubscriptions):
     def deliver_as(self, target: bytes, subject: bytes, reply: bytes, hdr: bytes | None,
                    data: bytes) -> int:
         return self.router.deliver_as(target, subject, reply, hdr, data, self.sublist)
+
+    def deliver_run_as(self, target: bytes, subjects: list[bytes], replies: list[bytes],
+                       hdrs: list[bytes | None], datas: list[bytes]) -> None:
+        self.router.deliver_run_as(target, subjects, replies, hdrs, datas, self.sublist)

@@ -1096,6 +1096,55 @@ class Connection(asyncio.Protocol):
         if n:
             self._queued_run(sub, n, count, framed)
 
+    def deliver_stored_run(self, sub: Subscription, subjects: list[bytes], replies: list[bytes],
+                           hdrs: list[bytes | None], datas: list[bytes]) -> None:
+        """:meth:`deliver` of a run of messages, each with its own subject and reply subject
+        (a consumer's deliveries), to ``sub``, a subscription without an auto-unsubscribe
+        limit, in order: framed in one loop and written wherever one by one would write, as
+        :meth:`deliver_run` does. A run with headers, or to a client that permissions, a
+        cut or tracing concern, goes one by one."""
+        if (self.perms is not None or self.closed or self.server.log.trace_enabled
+                or hdrs.count(None) != len(hdrs) or set(map(type, datas)) != {bytes}):
+            for subject, reply, hdr, data in zip(subjects, replies, hdrs, datas):
+                self.deliver(sub, subject, reply, hdr, data)
+            return
+        sid = b" " + sub.sid + b" "
+        last_subject = sub.frame_subject
+        prefix = sub.frame_prefix
+        out = self._out
+        room = EARLY_WRITE_SIZE - self._out_size
+        size_lines = SIZE_LINES
+        framed = count = n = 0
+        for i, payload in enumerate(datas):
+            subject = subjects[i]
+            if subject != last_subject:
+                last_subject = subject
+                prefix = b"MSG " + subject + sid
+            size = len(payload)
+            line = size_lines.get(size) or wire.size_line(size)
+            reply = replies[i]
+            if reply:
+                out += (prefix, reply, b" ", line, payload, CRLF)
+                framed += len(prefix) + len(reply) + len(line) + size + 3
+            else:
+                out += (prefix, line, payload, CRLF)
+                framed += len(prefix) + len(line) + size + 2
+            count += size
+            n += 1
+            if framed >= room:
+                sub.frame_subject, sub.frame_prefix = last_subject, prefix
+                self._queued_run(sub, n, count, framed)  # (it writes now)
+                if self.closed:  # cut as a slow consumer: the rest as one by one
+                    for j in range(i + 1, len(datas)):
+                        self.deliver(sub, subjects[j], replies[j], None, datas[j])
+                    return
+                out = self._out
+                room = EARLY_WRITE_SIZE - self._out_size
+                framed = count = n = 0
+        sub.frame_subject, sub.frame_prefix = last_subject, prefix
+        if n:
+            self._queued_run(sub, n, count, framed)
+
     def deliver_replies(self, sub: Subscription, subjects: list[bytes],
                         payloads: list[bytes]) -> None:
         """:meth:`deliver` of several messages (``bytes``) on ``sub``, a subscription

@@ -803,6 +803,34 @@ class Router(InternalSubscriptions):
                 delivered += links.respond_as(target, subject, reply, hdr, data)
         return delivered
 
+    def deliver_run_as(self, target: bytes, subjects: list[bytes], replies: list[bytes],
+                       hdrs: list[bytes | None], datas: list[bytes],
+                       sublist: WatchedSublist | None = None) -> None:
+        """:meth:`deliver_as` of several messages to ``target``, in order (a consumer's run of
+        deliveries to one pull request or deliver subject). When one client alone receives
+        them (no fault rules, routes or account links), they go to its connection as one
+        run."""
+        if sublist is None:
+            sublist = self.sublist
+        if self.fault_hook is None and self.routes is None and sublist.links is None:
+            result = sublist.cache.get(target)
+            if result is None:
+                result = sublist.match(target)
+            else:
+                sublist.cache_hits += 1
+            plain = result.plain
+            if len(plain) == 1 and not result.groups:
+                sub = plain[0]
+                conn = sub.conn
+                if conn is not None and not sub.closed and not sub.max:
+                    conn.deliver_stored_run(sub, subjects, replies, hdrs, datas)
+                    stats = self.stats
+                    stats.out_msgs += len(datas)
+                    stats.out_bytes += sum(map(len, datas)) + sum(len(h) for h in hdrs if h)
+                    return
+        for subject, reply, hdr, data in zip(subjects, replies, hdrs, datas):
+            self.deliver_as(target, subject, reply, hdr, data, sublist)
+
     def deliver_as_in(self, sublist: Sublist, target: bytes, subject: bytes, reply: bytes,
                       hdr: bytes | None, data: bytes) -> int:
         """:meth:`deliver_as` within one account's ``sublist`` (no fault rules, no imports)."""

@@ -42,6 +42,10 @@ class MessageBus(Protocol):
                    data: bytes) -> int:
         """Route to the subscribers of ``target`` with ``subject`` on the MSG line."""
 
+    def deliver_run_as(self, target: bytes, subjects: list[bytes], replies: list[bytes],
+                       hdrs: list[bytes | None], datas: list[bytes]) -> None:
+        """:meth:`deliver_as` of several messages to ``target``, in order."""
+
     def no_responders(self, subject: bytes, reply: bytes, origin: Any) -> None:
         """Answer ``origin``'s request on ``reply`` with the 503 no-responders status."""
 

@@ -292,6 +292,24 @@ class AckTracker:
         if self._timer is None or self._timer_at > deadline:
             self._arm(deadline)
 
+    def track_run(self, seqs: list[int], dseq: int, now: int) -> None:
+        """:meth:`track` of first deliveries (delivery count 1) of stream ``seqs`` as consumer
+        sequences ``dseq``, ``dseq + 1``, ... at ``now``, under an ack policy other than
+        ``none``."""
+        cfg = self.host.config
+        backoff = cfg.backoff
+        deadline = now + (backoff[0] if backoff else (cfg.ack_wait or C.DEFAULT_ACK_WAIT))
+        pending = self.pending
+        for seq in seqs:
+            pending[seq] = [dseq, deadline, now]
+            dseq += 1
+        rdc = self.rdc
+        if rdc:
+            for seq in seqs:
+                rdc.pop(seq, None)
+        if self._timer is None or self._timer_at > deadline:
+            self._arm(deadline)
+
     def track_fed(self, seq: int, dseq: int, deadline: int, now: int) -> None:
         """A mirror's or source's link read stream ``seq`` through this consumer (it delivers
         by reading the store): pending as consumer ``dseq`` until the link's own ack."""

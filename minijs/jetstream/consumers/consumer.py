@@ -472,6 +472,56 @@ class Consumer:
         if self.config.ack_policy == "none" and self.stream.config.retention != "limits":
             acks.remove_if_unneeded(seq, sm.subject)
 
+    def peek_run(self, limit: int) -> list[StoredMessage]:
+        """Up to ``limit`` messages that :meth:`peek` and :meth:`deliver` would give one
+        after another as first deliveries, room under ``max_ack_pending`` allowing, for
+        :meth:`deliver_run`; empty when the next deliveries are not plain first ones (a
+        redelivery due, a start list, several filters, ack policy ``none``) or fewer than
+        two: then they go one by one."""
+        acks = self.acks
+        cfg = self.config
+        if acks.rdq or self.lps or len(self.filters) > 1 or cfg.ack_policy == "none":
+            return []
+        if cfg.max_ack_pending > 0:
+            limit = min(limit, cfg.max_ack_pending - len(acks.pending))
+        if limit < 2:
+            return []
+        filters = self.filters
+        return self.stream.store.load_run(self.sseq, limit, filters[0] if filters else None)
+
+    def deliver_run(self, reply: bytes, sms: list[StoredMessage]) -> None:
+        """:meth:`deliver` of each of ``sms`` (from :meth:`peek_run`), in order, to
+        ``reply``: the same positions, pending counts, ack subjects and tracking, the
+        messages handed to the bus as one run."""
+        now = self.clock.time_ns()
+        counts = self.counts
+        signals = self.stream.signals
+        prefix = self._ack_prefix + "1."
+        first = dseq = self.dseq
+        acks: list[bytes] = []
+        for sm in sms:
+            seq = sm.seq
+            if counts.valid:
+                counts.took()  # (before the position moves)
+            self.sseq = seq + 1
+            pending = (counts.n if counts.valid and counts.rm_epoch == signals.rm_epoch
+                       else counts.num_pending())
+            acks.append(f"{prefix}{seq}.{dseq}.{sm.ts}.{pending}".encode())
+            dseq += 1
+        self.dseq = dseq
+        self._lts = sms[-1].ts
+        self._replay_pass = False
+        self.delivered_at = now
+        tracker = self.acks
+        tracker.track_run([sm.seq for sm in sms], first, now)
+        if not self._holding:
+            self.hold()
+        durable = self.durable
+        if durable.persist and not durable.scheduled:  # self.changed()
+            durable.changed()
+        self.bus.deliver_run_as(reply, [sm.subject.encode() for sm in sms], acks,
+                                [sm.hdr for sm in sms], [sm.data for sm in sms])
+
     # ------------------------------------------------------------------ replay original
 
     def replay_hold(self, ts: int) -> bool:

@@ -209,6 +209,12 @@ class PullHost(Protocol):
                 sm: "StoredMessage", dc: int) -> None:
         """Commit the delivery of ``sm`` and send it to ``reply``."""
 
+    def peek_run(self, limit: int) -> "list[StoredMessage]":
+        """Up to ``limit`` next first deliveries that may go as one run (or none)."""
+
+    def deliver_run(self, reply: bytes, sms: "list[StoredMessage]") -> None:
+        """Commit the deliveries of ``sms`` and send them to ``reply``, in order."""
+
     def is_paused(self) -> bool: ...
 
     def num_pending(self) -> int: ...
@@ -406,12 +412,27 @@ class PullRequests:
         pinned = policy == "pinned_client"
         prioritized = policy == "prioritized"
         headers_only = cfg.headers_only
+        runs = plain and not headers_only
         chooser = self.chooser
         while waiting and not host.closed:
             wr = waiting[0]
             if not has_interest(wr.reply):
                 self.finish(wr)
                 continue
+            if runs and wr.n > 1 and wr.b == 0 and len(waiting) == 1 and not host.replaying:
+                # One request waiting for several messages: the first deliveries it can
+                # take go as one run (what the steps below do for each of them).
+                run = host.peek_run(wr.n)
+                if run:
+                    host.deliver_run(wr.reply, run)
+                    wr.n -= len(run)
+                    wr.delivered += len(run)
+                    if wr.hb_timer is not None:
+                        wr.hb_timer.cancel()
+                        wr.hb_timer = host.clock.call_later(wr.hb / 1e9, self._heartbeat, wr)
+                    if wr.n <= 0:
+                        self.finish(wr)
+                    continue
             nxt = host.peek()
             if nxt is None:
                 break

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 #: Flow control: the largest window (nats-server ``maxFlowControl``); a consumer starts at 1/16.
 MAX_FLOW_CONTROL = 32 * 1024 * 1024
+#: The most deliveries one run takes (when ``max_ack_pending`` leaves more room).
+_RUN_LIMIT = 1024
 _FC_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -79,6 +81,10 @@ class PushHost(Protocol):
 
     def deliver(self, reply: bytes, subject: bytes, hdr: bytes | None, data: bytes,
                 sm: "StoredMessage", dc: int) -> None: ...
+
+    def peek_run(self, limit: int) -> "list[StoredMessage]": ...
+
+    def deliver_run(self, reply: bytes, sms: "list[StoredMessage]") -> None: ...
 
     def is_paused(self) -> bool: ...
 
@@ -215,6 +221,9 @@ class PushDelivery:
         self._pushing = True
         try:
             acks = host.acks
+            # Runs of deliveries: without byte accounting (flow control's window, the rate
+            # limit) or headers_only, whose checks go message by message.
+            runs = (self.maxpb <= 0 and self._rl_rate <= 0 and not host.config.headers_only)
             while not host.closed and self.active:
                 cfg = host.config
                 if self.maxpb > 0 and self.pbytes > self.maxpb:
@@ -226,6 +235,14 @@ class PushDelivery:
                 if (0 < cfg.max_ack_pending <= len(acks.pending) and not acks.rdq
                         and cfg.ack_policy != "none"):
                     break
+                if runs and not host.replaying:
+                    # the next first deliveries, room allowing, go as one run
+                    run = host.peek_run(_RUN_LIMIT)
+                    if run:
+                        host.deliver_run(self.dsubj, run)
+                        if self._hb_timer is not None:
+                            self._last_out = host.clock.monotonic()
+                        continue
                 nxt = host.peek()
                 if nxt is None:
                     break

@@ -321,6 +321,11 @@ class Store(Protocol):
     def load_next(self, start_seq: int, filter: str | None = None) -> StoredMessage | None:
         """First message with ``seq >= start_seq`` matching ``filter``."""
 
+    def load_run(self, start_seq: int, limit: int, filter: str | None = None
+                 ) -> list[StoredMessage]:
+        """Up to ``limit`` messages, in order, as :meth:`load_next` would give them one after
+        another from ``start_seq`` (each from the sequence after the one before)."""
+
     def next_seq(self, start_seq: int, filter: str | None = None) -> int | None:
         """Like :meth:`load_next` but only the sequence (no payload read)."""
 
@@ -954,6 +959,29 @@ class IndexedStore:
                 return self._fetch(start_seq, e)
         q = self.next_seq(start_seq, filter)
         return None if q is None else self.load(q)
+
+    def load_run(self, start_seq: int, limit: int, filter: str | None = None
+                 ) -> list[StoredMessage]:
+        # load_next repeated, its fast path (the next sequence is live and matches) inlined
+        out: list[StoredMessage] = []
+        live = self._live
+        f = _compile(filter)
+        kind = f.kind
+        text = f.text
+        fetch = self._fetch
+        seq = start_seq
+        while len(out) < limit:
+            e = live.get(seq)
+            if e is not None and (kind == _ALL or (e[E_SUBJECT] == text if kind == _LIT
+                                                   else f.match(e[E_SUBJECT]))):
+                sm = fetch(seq, e)
+            else:
+                sm = self.load_next(seq, filter)
+            if sm is None:
+                break
+            out.append(sm)
+            seq = sm.seq + 1
+        return out
 
     def last_seq_for_subject(self, filter: str | None = None, up_to_seq: int | None = None) -> int:
         if not self._live:
