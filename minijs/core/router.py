@@ -55,6 +55,24 @@ def _nkey_like(prefix: str, randomness: RandomSource) -> str:
     return (prefix + body)[:56]
 
 
+def _match_one_client(sublist: Sublist, target: bytes
+                      ) -> tuple[MatchResult, Subscription | None]:
+    """The match of ``target`` in ``sublist`` (from its cache when there), and the one
+    subscription that receives it when that is a single plain subscriber of a live client
+    connection (None otherwise)."""
+    result = sublist.cache.get(target)
+    if result is None:
+        result = sublist.match(target)
+    else:
+        sublist.cache_hits += 1
+    plain = result.plain
+    if len(plain) == 1 and not result.groups:
+        sub = plain[0]
+        if sub.conn is not None and not sub.closed:
+            return result, sub
+    return result, None
+
+
 InternalHandler = Callable[[Subscription, bytes, "bytes | None", "bytes | None", bytes, Any], None]
 
 
@@ -775,21 +793,13 @@ class Router(InternalSubscriptions):
         if self.routes is None and sublist.links is None:
             # The usual delivery, a pull request's inbox or a push consumer's deliver subject
             # that one client subscribed to: deliver_as_in and fan_out's walk, inlined.
-            result = sublist.cache.get(target)
-            if result is None:
-                result = sublist.match(target)
-            else:
-                sublist.cache_hits += 1
-            plain = result.plain
-            if len(plain) == 1 and not result.groups:
-                sub = plain[0]
-                conn = sub.conn
-                if conn is not None and not sub.closed:
-                    conn.deliver(sub, subject, reply, hdr, data)
-                    stats = self.stats
-                    stats.out_msgs += 1
-                    stats.out_bytes += len(data) + (len(hdr) if hdr else 0)
-                    return 1
+            result, sub = _match_one_client(sublist, target)
+            if sub is not None:
+                sub.conn.deliver(sub, subject, reply, hdr, data)
+                stats = self.stats
+                stats.out_msgs += 1
+                stats.out_bytes += len(data) + (len(hdr) if hdr else 0)
+                return 1
             return fan_out(self, result, subject, reply, hdr, data, None)
         delivered = self.deliver_as_in(sublist, target, subject, reply, hdr, data)
         links = sublist.links
@@ -813,21 +823,13 @@ class Router(InternalSubscriptions):
         if sublist is None:
             sublist = self.sublist
         if self.fault_hook is None and self.routes is None and sublist.links is None:
-            result = sublist.cache.get(target)
-            if result is None:
-                result = sublist.match(target)
-            else:
-                sublist.cache_hits += 1
-            plain = result.plain
-            if len(plain) == 1 and not result.groups:
-                sub = plain[0]
-                conn = sub.conn
-                if conn is not None and not sub.closed and not sub.max:
-                    conn.deliver_stored_run(sub, subjects, replies, hdrs, datas)
-                    stats = self.stats
-                    stats.out_msgs += len(datas)
-                    stats.out_bytes += sum(map(len, datas)) + sum(len(h) for h in hdrs if h)
-                    return
+            sub = _match_one_client(sublist, target)[1]
+            if sub is not None and not sub.max:
+                sub.conn.deliver_stored_run(sub, subjects, replies, hdrs, datas)
+                stats = self.stats
+                stats.out_msgs += len(datas)
+                stats.out_bytes += sum(map(len, datas)) + sum(len(h) for h in hdrs if h)
+                return
         for subject, reply, hdr, data in zip(subjects, replies, hdrs, datas):
             self.deliver_as(target, subject, reply, hdr, data, sublist)
 
