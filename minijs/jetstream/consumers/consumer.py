@@ -99,6 +99,9 @@ from minijs.jetstream.consumers.state import STATE_PREFIX, DurableState
 from minijs.core.subjects import is_subset
 from minijs.jetstream.store.base import StoredMessage, subject_matches
 
+#: The most deliveries one run takes (a larger batch or more room goes in several runs).
+RUN_LIMIT = 1024
+
 if TYPE_CHECKING:
     from minijs.clock import Timer
     from minijs.jetstream.bus import MessageBus
@@ -473,8 +476,9 @@ class Consumer:
             acks.remove_if_unneeded(seq, sm.subject)
 
     def peek_run(self, limit: int) -> list[StoredMessage]:
-        """Up to ``limit`` messages that :meth:`peek` and :meth:`deliver` would give one
-        after another as first deliveries, room under ``max_ack_pending`` allowing, for
+        """Up to ``limit`` (at most :data:`RUN_LIMIT`) messages that :meth:`peek` and
+        :meth:`deliver` would give one after another as first deliveries, room under
+        ``max_ack_pending`` allowing, for
         :meth:`deliver_run`; empty when the next deliveries are not plain first ones (a
         redelivery due, a start list, several filters, ack policy ``none``) or fewer than
         two: then they go one by one."""
@@ -482,6 +486,7 @@ class Consumer:
         cfg = self.config
         if acks.rdq or self.lps or len(self.filters) > 1 or cfg.ack_policy == "none":
             return []
+        limit = min(limit, RUN_LIMIT)
         if cfg.max_ack_pending > 0:
             limit = min(limit, cfg.max_ack_pending - len(acks.pending))
         if limit < 2:

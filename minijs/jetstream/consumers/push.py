@@ -50,8 +50,6 @@ if TYPE_CHECKING:
 
 #: Flow control: the largest window (nats-server ``maxFlowControl``); a consumer starts at 1/16.
 MAX_FLOW_CONTROL = 32 * 1024 * 1024
-#: The most deliveries one run takes (when ``max_ack_pending`` leaves more room).
-_RUN_LIMIT = 1024
 _FC_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -237,7 +235,7 @@ class PushDelivery:
                     break
                 if runs and not host.replaying:
                     # the next first deliveries, room allowing, go as one run
-                    run = host.peek_run(_RUN_LIMIT)
+                    run = host.peek_run(1 << 30)  # (as many as it takes)
                     if run:
                         host.deliver_run(self.dsubj, run)
                         if self._hb_timer is not None:
