@@ -54,6 +54,9 @@ sys.path.insert(0, str(ROOT))
 
 from minijs import Server  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench import child_env  # noqa: E402
+
 GOAL_MS = 1.0  # in-process start()
 FIXTURE_GOAL_MS = 5.0  # 10 streams created and torn down
 FRESH_GOAL_S = 10.0  # 1,000 fresh servers
@@ -348,14 +351,6 @@ def run_once(argv: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
     return (time.perf_counter() - t0) * 1000
-
-
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if env.pop("PYTHONDONTWRITEBYTECODE", None) and "PYTHONPYCACHEPREFIX" not in env:
-        env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(),
-                                                  f"minijs-bench-pycache-{os.getuid()}")
-    return env
 
 
 def spawn_until_ready(argv: list[str], runs: int,
