@@ -244,3 +244,69 @@ def test_lmdb_recent_cache_reads_like_memory(cache_bytes, tmp_path):
     finally:
         lm.close()
     assert lm._recent == {}
+
+
+def test_lmdb_scan_reads_ahead_like_memory(tmp_path):
+    """Without the recent cache, runs of loads (``load_run``, ``load_next`` on and on) read
+    the records after the one asked for with one cursor; with removals, compactions, purges,
+    new messages and commits in between, every load answers as the memory store does."""
+    from minijs.jetstream.store.lmdbstore import READ_AHEAD, LmdbStore
+
+    rnd = random.Random(7)
+    lm = LmdbStore(tmp_path / "s", sync=False, recent_cache_bytes=0)
+    mem = open_store("memory")
+    looked_up = []
+    try:
+        for step in range(400):
+            op = rnd.random()
+            if op < 0.45:
+                for _ in range(rnd.randint(1, 30)):
+                    subj = f"s.{rnd.randint(0, 3)}"
+                    data = bytes([rnd.randint(0, 255)]) * rnd.randint(0, 40)
+                    assert lm.store_msg(subj, None, data, step)[0] == mem.store_msg(
+                        subj, None, data, step)[0]
+            elif op < 0.55 and mem.msgs:
+                seq = rnd.randint(mem.first_seq, mem.last_seq)
+                assert lm.remove(seq) == mem.remove(seq)
+            elif op < 0.58:
+                seq = rnd.randint(0, mem.last_seq + 2)
+                assert lm.compact(seq) == mem.compact(seq)
+            elif op < 0.6:
+                assert lm.purge() == mem.purge()
+            lm.flush()
+            start = rnd.randint(0, mem.last_seq + 2)
+            flt = rnd.choice([None, "s.1", "s.*"])
+            limit = rnd.randint(1, 3 * READ_AHEAD)
+            assert lm.load_run(start, limit, flt) == mem.load_run(start, limit, flt), step
+            seq = start
+            for _ in range(rnd.randint(0, 10)):
+                sm = lm.load_next(seq)
+                assert sm == mem.load_next(seq), (step, seq)
+                if sm is None:
+                    break
+                seq = sm.seq + 1
+        # A scan of committed messages: one lookup, then cursor steps.
+        lm.flush()
+        txn = lm._reader()
+        lm._last_read = 0
+        lm._ahead = {}
+
+        class Counting:
+            def get(self, *a, **kw):
+                looked_up.append(a)
+                return txn.get(*a, **kw)
+
+            def cursor(self, *a, **kw):
+                looked_up.append("cursor")
+                return txn.cursor(*a, **kw)
+
+        lm._rtxn = Counting()  # type: ignore[assignment]
+        first = mem.first_seq
+        got = lm.load_run(first, 2 * READ_AHEAD + 5)
+        assert got == mem.load_run(first, 2 * READ_AHEAD + 5)
+        assert len(got) > READ_AHEAD + 1
+        assert len(looked_up) <= 1 + -(-len(got) // (READ_AHEAD + 1)) + 1, looked_up
+        lm._rtxn = txn
+    finally:
+        lm.close()
+    assert lm._ahead == {}

@@ -22,7 +22,8 @@ transaction (``sync=True``: fsync on commit, so a flushed message survives ``kil
 always see buffered writes (buffered messages are served from the buffer; removed-but-unflushed
 ones are already gone from the index). The stream sends pub acks only after ``flush()``. The
 last few MiB of committed messages stay in memory too (``RECENT_CACHE_BYTES``), so consumers that
-keep up with their publishers do not read them back from LMDB.
+keep up with their publishers do not read them back from LMDB; one reading further back reads on
+with a cursor (``READ_AHEAD`` records at a time) instead of looking each message up.
 
 Map size: starts at ``map_size`` (address space only; the file grows with the data) and doubles
 on ``MapFullError``, retrying the commit.
@@ -37,6 +38,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,10 @@ DEFAULT_MAP_SIZE = 1 << 30  # 1 GiB of address space; grows on demand
 #: just stored without an LMDB read and a decode (nats-server's file store likewise serves
 #: recent messages from the cache of its last block).
 RECENT_CACHE_BYTES = 8 << 20
+#: A read from LMDB of the sequence right after the last one read from LMDB (a consumer
+#: reading on past the recent messages) reads this many records on with one cursor, kept
+#: until the next such read: a scan costs one cursor step per message, not a lookup.
+READ_AHEAD = 64
 _NS = 1_000_000_000
 _KEY = struct.Struct(">Q")
 _pack_key = _KEY.pack
@@ -114,6 +120,9 @@ class LmdbStore(IndexedStore):
         self._recent: dict[int, tuple] = {}  # seq -> record tuple
         self._recent_bytes = 0
         self._recent_max = recent_cache_bytes
+        # records read ahead by a scan (READ_AHEAD): seq -> packed record
+        self._ahead: dict[int, bytes] = {}
+        self._last_read = 0  # the sequence last read from LMDB
         self.flushes = 0  #: number of committed write transactions (for tests/metrics)
         self._recover()
 
@@ -176,18 +185,31 @@ class LmdbStore(IndexedStore):
         if rec is not None:
             subject, hdr, data, ts, ttl = rec
             return new_stored_message(StoredMessage, (seq, subject, hdr, data, ts, ttl))
-        txn = self._rtxn
-        if txn is None:
-            txn = self._reader()
-        raw = txn.get(_pack_key(seq), db=self._db_msgs)
-        if raw is None:  # pragma: no cover - index and data disagree
-            return None
+        raw = self._ahead.pop(seq, None) if self._ahead else None
+        if raw is None:
+            txn = self._rtxn
+            if txn is None:
+                txn = self._reader()
+            if seq == self._last_read + 1:  # a scan: this record and the next ones
+                cursor = txn.cursor(db=self._db_msgs)
+                if cursor.set_key(_pack_key(seq)):
+                    raw = cursor.value()
+                    self._ahead = {_unpack_key(k)[0]: v for k, v in
+                                   islice(cursor.iternext(), 1, READ_AHEAD + 1)}
+                cursor.close()
+            else:
+                raw = txn.get(_pack_key(seq), db=self._db_msgs)
+            if raw is None:  # pragma: no cover - index and data disagree
+                return None
+        self._last_read = seq
         _subject, hdr, data, ts, ttl = _unpackb(raw)
         return new_stored_message(StoredMessage, (seq, entry[0], hdr, data, ts, ttl))
 
     def _on_remove(self, seq: int) -> None:
         if self._recent:
             self._recent.pop(seq, None)
+        if self._ahead:
+            self._ahead.pop(seq, None)
         if self._pending.pop(seq, None) is None:
             self._pending_del.add(seq)
         self._dirty = True  # first_seq/"touched" changed even if nothing reaches the disk
@@ -206,6 +228,7 @@ class LmdbStore(IndexedStore):
                 del pending[s]
         if self._recent:
             self._recent = {s: sm for s, sm in self._recent.items() if s >= seq}
+        self._ahead = {}
         if self._pending_del:
             self._pending_del = {s for s in self._pending_del if s >= seq}
         self._dirty = True
@@ -352,6 +375,7 @@ class LmdbStore(IndexedStore):
         finally:
             self._drop_reader()
             self._recent = {}
+            self._ahead = {}
             self._closed = True
             try:
                 self._env.sync(True)
@@ -369,6 +393,7 @@ class LmdbStore(IndexedStore):
         self._drop_below = 0
         self._drop_reader()
         self._recent = {}
+        self._ahead = {}
         self._closed = True
         self._env.close()
 
@@ -381,6 +406,7 @@ class LmdbStore(IndexedStore):
         self._pending_del = set()
         self._pending_meta = {}
         self._recent = {}
+        self._ahead = {}
         shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> "LmdbStore":
