@@ -74,6 +74,8 @@ from typing import Any, Iterable, Iterator, NamedTuple, Protocol, runtime_checka
 
 from sortedcontainers import SortedDict, SortedList
 
+from minijs.jetstream.store.subjectseqs import SubjectSeqs
+
 __all__ = [
     "StoredMessage",
     "StreamState",
@@ -482,8 +484,9 @@ class IndexedStore:
       atomic values the first time it sees it, so a million stored messages add nothing to
       each full collection (a tuple subclass stays tracked and is walked every time);
     * ``_seqs``: ``SortedList`` of live sequences (first/next/seek by time);
-    * ``_bysubj``: ``SortedList`` of ``(subject, seq)`` — per-subject first/last/next/counts
-      by bisection, contiguous ranges per subject;
+    * ``_bysubj``: :class:`~minijs.jetstream.store.subjectseqs.SubjectSeqs`, each live
+      subject's sequences — per-subject first/last/next/counts by bisection, at a cost that
+      does not grow with the number of subjects;
     * ``_counts``: ``SortedDict`` subject -> live count (``num_subjects``, wildcard filters walk
       only the subjects sharing the filter's literal prefix);
     * ``_ttls``: ``SortedList`` of ``(expires_ns, seq)`` for messages with ``ttl > 0``.
@@ -505,7 +508,7 @@ class IndexedStore:
         #: messages on few subjects keeps one copy of each subject, not one per message)
         self._names: dict[str, str] = {}
         self._seqs = SortedList()
-        self._bysubj = SortedList()
+        self._bysubj = SubjectSeqs()
         self._counts = SortedDict()
         self._ttls = SortedList()
         self._bytes = 0
@@ -629,7 +632,7 @@ class IndexedStore:
         # the index (see the class docstring): every structure learns the new message
         self._live[seq] = self._new_entry(seq, subject, hdr, data, ts, ttl, size)
         _add_last(self._seqs, seq)
-        _add_last(self._bysubj, (subject, seq))
+        self._bysubj.add_last(subject, seq)
         counts = self._counts
         c = counts.get(subject)
         if c is None:
@@ -659,7 +662,7 @@ class IndexedStore:
             live[seq] = new_entry(seq, subject, None, data, ts, 0, size)
             total += size
         _extend_last(self._seqs, list(seqs))
-        _extend_last(self._bysubj, [(subject, seq) for seq in seqs])
+        self._bysubj.extend_last(subject, list(seqs))
         counts = self._counts
         c = counts.get(subject)
         if c is None:
@@ -677,7 +680,7 @@ class IndexedStore:
         if from_seqs:
             self._seqs.remove(seq)
         subject = entry[E_SUBJECT]
-        self._bysubj.remove((subject, seq))
+        self._bysubj.remove(subject, seq)
         c = self._counts[subject]
         if c == 1:
             del self._counts[subject]
@@ -700,7 +703,7 @@ class IndexedStore:
         self._live = {}
         self._names = {}
         self._seqs = SortedList()
-        self._bysubj = SortedList()
+        self._bysubj = SubjectSeqs()
         self._counts = SortedDict()
         self._ttls = SortedList()
         self._bytes = 0
@@ -865,14 +868,10 @@ class IndexedStore:
         return self._counts.get(subject, 0)
 
     def _subject_next(self, subject: str, start: int) -> int:
-        for s, q in self._bysubj.irange((subject, start), (subject, _BIG)):
-            return q
-        return 0
+        return self._bysubj.next(subject, start)
 
     def _subject_last(self, subject: str, up_to: int) -> int:
-        for s, q in self._bysubj.irange((subject, 0), (subject, up_to), reverse=True):
-            return q
-        return 0
+        return self._bysubj.last(subject, up_to)
 
     def first_seq_for_subject(self, subject: str) -> int:
         if subject not in self._counts:
@@ -903,10 +902,8 @@ class IndexedStore:
             return iter(self._seqs.irange(start, last))
         bysubj = self._bysubj
         if f.kind == _LIT:
-            return (q for _, q in bysubj.irange((f.text, start), (f.text, last)))
-        runs = [
-            [q for _, q in bysubj.irange((s, start), (s, last))] for s in self._subjects(f)
-        ]
+            return bysubj.between(f.text, start, last)  # type: ignore[arg-type]
+        runs = [list(bysubj.between(s, start, last)) for s in self._subjects(f)]
         if len(runs) == 1:
             return iter(runs[0])
         return heapq.merge(*runs)
@@ -1039,7 +1036,7 @@ class IndexedStore:
             if not c:
                 return 0
             if start > first:
-                c = bysubj.bisect_left((f.text, _BIG)) - bysubj.bisect_left((f.text, start))
+                c = bysubj.count_from(f.text, start)  # type: ignore[arg-type]
             return min(c, 1) if last_per_subject else c
         if last_per_subject and start <= first:
             return sum(1 for _ in self._subjects(f))
@@ -1062,7 +1059,7 @@ class IndexedStore:
                 if self._subject_last(subj, _BIG) >= start:
                     total += 1
             else:
-                total += bysubj.bisect_left((subj, _BIG)) - bysubj.bisect_left((subj, start))
+                total += bysubj.count_from(subj, start)
         return total
 
     def multi_last_seqs(self, filters: Iterable[str], up_to_seq: int = 0,

@@ -46,6 +46,7 @@ import lmdb
 import msgpack
 from sortedcontainers import SortedDict, SortedList
 
+from minijs.jetstream.store.subjectseqs import SubjectSeqs
 from minijs.jetstream.store.base import (
     IndexedStore,
     StoreClosedError,
@@ -157,7 +158,7 @@ class LmdbStore(IndexedStore):
             txn.abort()
         self._live = live
         self._seqs = SortedList(seqs)
-        self._bysubj = SortedList(bysubj)
+        self._bysubj = SubjectSeqs.from_pairs(bysubj)
         self._counts = SortedDict(counts)
         self._ttls = SortedList(ttls)
         self._bytes = total
