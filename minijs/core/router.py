@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from minijs.clock import Clock, WallClock
@@ -40,13 +39,20 @@ from minijs.randomness import RandomSource
 FIRST_CLIENT_ID = 5
 
 
-@dataclass(slots=True)
 class ServerStats:
-    in_msgs: int = 0
-    out_msgs: int = 0
-    in_bytes: int = 0
-    out_bytes: int = 0
-    slow_consumers: int = 0
+    """The server's message and byte counters (``/varz``'s ``in_msgs`` ... ``slow_consumers``).
+
+    A plain class: a ``@dataclass`` compiles its methods at every import, and a start imports
+    this module."""
+
+    __slots__ = ("in_msgs", "out_msgs", "in_bytes", "out_bytes", "slow_consumers")
+
+    def __init__(self) -> None:
+        self.in_msgs = 0
+        self.out_msgs = 0
+        self.in_bytes = 0
+        self.out_bytes = 0
+        self.slow_consumers = 0
 
 
 def _nkey_like(prefix: str, randomness: RandomSource) -> str:
