@@ -22,7 +22,8 @@ DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers",
             "minijs.jetstream.store.lmdbstore", "minijs.confparse", "minijs.confsyntax", "minijs.monitor",
             "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers", "minijs.auth",
             "nacl", "nkeys", "minijs.core.route_transport", "minijs.core.route_conn",
-            "minijs.core.routes", "minijs.protocol.routeproto", "minijs.routeconfig")
+            "minijs.core.routes", "minijs.protocol.routeproto", "minijs.routeconfig",
+            "unicodedata")
 
 
 def _run(code: str) -> str:

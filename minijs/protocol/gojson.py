@@ -55,7 +55,6 @@ import dataclasses
 import json
 import operator
 import re
-import unicodedata
 from typing import Any, Callable, Iterable
 
 from minijs.protocol.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
@@ -144,7 +143,13 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
 def _is_space_rune(ch: str) -> bool:
-    return ch in "\t\n\v\f\r \x85\xa0" or unicodedata.category(ch) == "Zs" or ch in "\u2028\u2029"
+    if ch in "\t\n\v\f\r \x85\xa0\u2028\u2029":
+        return True
+    if ch < "\x80":
+        return False
+    import unicodedata  # (a C extension: loaded by the first non-ASCII rune asked about)
+
+    return unicodedata.category(ch) == "Zs"
 
 
 def _escape_seq_text(what: bytes) -> str:

@@ -5,8 +5,8 @@ Pure module: stdlib only. The error table and the JSON layer both quote with it.
 """
 from __future__ import annotations
 
-import unicodedata
 from typing import Iterable
+
 
 def is_print(ch: str) -> bool:
     """Go's ``unicode.IsPrint``: letters, marks, numbers, punctuation, symbols, ASCII space."""
@@ -14,6 +14,10 @@ def is_print(ch: str) -> bool:
         return True
     if ch < " " or ch == "\x7f":
         return False
+    if ch < "\x7f":
+        return True
+    import unicodedata  # (a C extension: loaded by the first non-ASCII character, not at start)
+
     return unicodedata.category(ch)[0] in "LMNPS"
 
 
