@@ -18,12 +18,11 @@ once, at that moment, before its subscriptions go and before the last output is 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from minijs.clock import REAL_CLOCK
 from minijs.config import GLOBAL_ACCOUNT
 from minijs.core.permissions import ClientPermissions
-from minijs.core import msgtrace
 from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import SharedMatch, Subscription
 from minijs.protocol import wire
@@ -33,6 +32,9 @@ from minijs.protocol.parser import (
     OP_SEND_ERR,
     OP_SUB, OP_UNSUB, Parser,
 )
+
+if TYPE_CHECKING:
+    from minijs.core import msgtrace
 
 
 class ConnectionOwner(Protocol):
@@ -108,7 +110,8 @@ class OperatorLogin(Protocol):
 
 
 #: The header name that asks for a message trace (looked for in every header block).
-_TRACE_DEST = msgtrace.TRACE_DEST_B
+#: ``Nats-Trace-Dest`` (:mod:`minijs.core.msgtrace`, imported by the first traced message).
+_TRACE_DEST = b"Nats-Trace-Dest"
 
 #: Queued output above this size is written at once rather than at the end of the input chunk
 #: or turn (64 KiB, nats-server's largest read and write buffer). Each write is a system call:
@@ -706,6 +709,8 @@ class Connection(asyncio.Protocol):
         if header is not None and (_TRACE_DEST in header or (
                 server.account_traces and self.account in server.account_traces
                 and b"traceparent" in header.lower())):
+            from minijs.core import msgtrace
+
             skip, trace, rewritten = msgtrace.start(
                 header, self.cid, self.name, subject, len(header) + len(payload), server.clock,
                 self.account, server.account_traces.get(self.account),

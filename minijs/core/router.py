@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from minijs.clock import Clock, WallClock
 from minijs.config import (
     API_LEVEL, FEATURE_FLAGS, GIT_COMMIT, GLOBAL_ACCOUNT, GO_VERSION, NATS_SERVER_VERSION,
     SERVER_FLAGS_JETSTREAM, ServerConfig,
 )
-from minijs.core import msgtrace, services
+from minijs.core import services
 from minijs.core.connection import Connection
 from minijs.core.fanout import fan_out, receivers
 from minijs.core.sublist import (
@@ -34,6 +34,9 @@ from minijs.core.sublist import (
 from minijs.log import NULL_LOGGER, Logger
 from minijs.protocol import wire
 from minijs.randomness import RandomSource
+
+if TYPE_CHECKING:
+    from minijs.core import msgtrace
 
 #: The first client id handed out; nats-server's own internal clients take the ones below.
 FIRST_CLIENT_ID = 5
@@ -717,7 +720,9 @@ class Router(InternalSubscriptions):
                 delivered += self._internal_traced(trace, sub, subject, reply, header, payload,
                                                    origin)
             elif conn is origin and not conn.echo:  # only a plain one: see receivers()
-                trace.egress(conn.cid, conn.name, sub.subject.decode(), "", msgtrace.ERR_NO_ECHO)
+                from minijs.core.msgtrace import ERR_NO_ECHO
+
+                trace.egress(conn.cid, conn.name, sub.subject.decode(), "", ERR_NO_ECHO)
             else:
                 trace.egress(conn.cid, conn.name, sub.subject.decode(),
                              (sub.queue or b"").decode())
@@ -750,6 +755,8 @@ class Router(InternalSubscriptions):
 
     def trace_server_info(self) -> dict[str, Any]:
         """The ``server`` object of a trace event (nats-server's ``ServerInfo``)."""
+        from minijs.core.msgtrace import go_time  # (tracing's module, loaded by its first use)
+
         self._sys_seq += 1
         js = self.jetstream_group is not None
         return {
@@ -761,7 +768,7 @@ class Router(InternalSubscriptions):
             "jetstream": js,
             "flags": SERVER_FLAGS_JETSTREAM if js else 0,
             "seq": self._sys_seq,
-            "time": msgtrace.go_time(self.clock.time_ns()),
+            "time": go_time(self.clock.time_ns()),
         }
 
     def send_trace(self, trace: msgtrace.MsgTrace) -> None:

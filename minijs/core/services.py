@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from minijs.core import msgtrace
 from minijs.core.sublist import Subscription
 
 USER_INFO = b"$SYS.REQ.USER.INFO"
@@ -38,7 +37,9 @@ def install(router: Any, sublist: Any) -> None:
                      header: bytes | None, payload: bytes, origin: Any) -> None:
         if not reply or origin is None:
             return
-        body = msgtrace.go_json({"server": router.trace_server_info(),
+        from minijs.core.msgtrace import go_json  # (its first use loads it)
+
+        body = go_json({"server": router.trace_server_info(),
                                  "data": user_info(origin, router.config)})
         router.publish(reply, None, None, body, sublist=sublist)
 
