@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from minijs.clock import REAL_CLOCK
 from minijs.config import GLOBAL_ACCOUNT
-from minijs.core.permissions import ClientPermissions
 from minijs.core.subjects import has_empty_token, is_subscribable
 from minijs.core.sublist import SharedMatch, Subscription
 from minijs.protocol import wire
@@ -35,6 +34,7 @@ from minijs.protocol.parser import (
 
 if TYPE_CHECKING:
     from minijs.core import msgtrace
+    from minijs.core.permissions import ClientPermissions
 
 
 class ConnectionOwner(Protocol):
@@ -690,8 +690,13 @@ class Connection(asyncio.Protocol):
                                           if config.max_subscriptions else
                                           limits.max_subscriptions)
         clock = self.server.clock
-        self.perms = (ClientPermissions(user.permissions, clock.monotonic)
-                      if user.permissions is not None else None)
+        if user.permissions is not None:
+            # (the permissions module is loaded by the first user that has any)
+            from minijs.core.permissions import ClientPermissions
+
+            self.perms = ClientPermissions(user.permissions, clock.monotonic)
+        else:
+            self.perms = None
         self.permissions = user.permissions
         self.mappings = self.sublist.mappings
 
