@@ -491,3 +491,66 @@ def test_docker_entrypoint_and_healthcheck_run_as_written(tmp_path):
     check = subprocess.run(health_argv, capture_output=True, text=True, timeout=10,
                            env=health_env)
     assert check.returncode != 0
+
+
+_GC_PROBE = r"""
+import gc, json, os, signal, sys, threading, time
+from minijs import cli
+from minijs.log import Logger
+
+collections = []
+gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(info["generation"]))
+seen = {}
+info = Logger.info
+
+def spy(self, msg, *args, **kwargs):
+    if msg == "Server is ready":
+        seen["collections_before_ready"] = len(collections)
+        seen["enabled_at_ready"] = gc.isenabled()
+        threading.Thread(target=stop_once_collecting, daemon=True).start()
+    return info(self, msg, *args, **kwargs)
+
+def stop_once_collecting():
+    deadline = time.monotonic() + 10
+    while not gc.isenabled() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    seen["enabled_after_ready"] = gc.isenabled()
+    os.kill(os.getpid(), signal.SIGTERM)
+
+Logger.info = spy
+if sys.argv[1] == "off":
+    gc.disable()
+code = cli.main(sys.argv[2:])
+seen["code"] = code
+seen["enabled_at_exit"] = gc.isenabled()
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("before", ["on", "off"])
+def test_garbage_collector_is_off_during_the_start_only(tmp_path, before):
+    """A start allocates only what lives on, so ``minijs`` runs it without the cyclic garbage
+    collector: no collection before ``Server is ready``, collecting again right after it (as
+    the process was before; a process that had it off keeps it off)."""
+    proc = subprocess.run([sys.executable, "-c", _GC_PROBE, before, "-a", "127.0.0.1", "-p",
+                           "-1", "-js", "-sd", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert seen["code"] == 0
+    assert seen["collections_before_ready"] == 0
+    assert seen["enabled_at_ready"] is False
+    assert seen["enabled_after_ready"] is (before == "on")
+    assert seen["enabled_at_exit"] is (before == "on")
+
+
+def test_garbage_collector_runs_again_after_a_failed_start():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        probe = ("import gc, sys; from minijs import cli; code = cli.main(sys.argv[1:]); "
+                 "print(code, gc.isenabled())")
+        proc = subprocess.run([sys.executable, "-c", probe, "-a", "127.0.0.1", "-p", str(port)],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.stdout.split() == ["1", "True"], proc.stderr
