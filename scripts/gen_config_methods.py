@@ -3,7 +3,7 @@
 
 ``@dataclass`` compiles an ``__init__``, ``__repr__`` and ``__eq__`` (and, frozen, a
 ``__hash__``, ``__setattr__`` and ``__delattr__``) from source text every time its module is
-imported, and nothing caches that: for ``ServerConfig``'s eighty fields it was about a fifth of
+imported, and nothing caches that: for ``ServerConfig``'s 66 fields it was about a fifth of
 what a spawned ``minijs -js`` spends importing its own code. The classes of ``minijs.config``
 are declared with ``config._dataclass`` instead, which runs ``@dataclass`` for everything but
 those methods (fields, ``dataclasses.fields``/``replace``/``asdict``, ``__match_args__``) and
