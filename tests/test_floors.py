@@ -27,7 +27,8 @@ FLOORS: list[tuple[str, int]] = [
     ("minijs.auth", 0), ("minijs.signals", 0), ("minijs.healthcheck", 0),
     ("minijs.spark", 0),
     # 1: what a server is configured with
-    ("minijs.config", 1), ("minijs.authconfig", 1), ("minijs.tlsconfig", 1),
+    ("minijs.config", 1), ("minijs.config_methods", 1), ("minijs.authconfig", 1),
+    ("minijs.tlsconfig", 1),
     ("minijs.wsconfig", 1), ("minijs.routeconfig", 1), ("minijs.loopclock", 1),
     # 2: connections, subjects, routing, accounts, TLS and WebSocket listeners, routes
     ("minijs.core", 2),
