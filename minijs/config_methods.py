@@ -1,15 +1,16 @@
 """The methods ``@dataclass`` would compile for the classes of :mod:`minijs.config`, written out.
 
-GENERATED from the fields of those classes (by the project's ``scripts/gen_config_methods.py``):
-do not edit; change the class and run the script. ``minijs.config`` declares the classes with
-``@dataclass`` minus these methods, then :func:`install` sets them, after checking the class's
-fields are the ones they were generated for. Each behaves as its ``@dataclass`` counterpart of
-Python 3.11: the same ``__init__`` signature (defaults and annotations included, a
-``default_factory`` shown as ``<factory>``), ``repr``, equality (a tuple of the fields, only
+GENERATED from the fields of those classes: do not edit. ``minijs.config`` declares the
+classes with ``@dataclass`` minus these methods, then :func:`install` sets them, after checking
+the class's fields are the ones they were generated for. Each behaves as its ``@dataclass``
+counterpart of Python 3.11: the same ``__init__`` signature (defaults and annotations included,
+a ``default_factory`` shown as ``<factory>``), ``repr``, equality (a tuple of the fields, only
 between instances of the same class), and for frozen classes the hash of that tuple and a
 ``FrozenInstanceError`` on assignment or deletion.
 """
 
+# Written by scripts/gen_config_methods.py in the minijs repository, which a test runs to check
+# this file is what the classes generate now; after changing a class's fields, run it again.
 from __future__ import annotations
 
 import reprlib
