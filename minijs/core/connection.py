@@ -110,8 +110,8 @@ class OperatorLogin(Protocol):
 
 
 #: The header name that asks for a message trace (looked for in every header block).
-#: ``Nats-Trace-Dest`` (:mod:`minijs.core.msgtrace`, imported by the first traced message).
-_TRACE_DEST = b"Nats-Trace-Dest"
+#: (:mod:`minijs.core.msgtrace` is imported by the first traced message.)
+_TRACE_DEST = wire.TRACE_DEST_HEADER
 
 #: Queued output above this size is written at once rather than at the end of the input chunk
 #: or turn (64 KiB, nats-server's largest read and write buffer). Each write is a system call:

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from minijs.authconfig import Export, Import, Mapping
 from minijs.core.fanout import fan_out, receivers
-from minijs.core.msgtrace import go_json, go_time
+from minijs.core.msgtrace import TRACE_DEST_B as TRACE_DEST, go_json, go_time
 from minijs.core.subjects import is_subset, is_valid_subject, subject_matches, subjects_overlap
 from minijs.core.sublist import Subscription
 from minijs.core.transform import (
@@ -41,7 +41,6 @@ __all__ = ["AccountLinks", "Mappings", "check_imports", "install"]
 
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 REQUEST_INFO = b"Nats-Request-Info"
-TRACE_DEST = b"Nats-Trace-Dest"
 #: nats-server's ``MsgTraceDestDisabled``: what a traced message carries past an import.
 TRACE_DISABLED = b"trace disabled"
 _REPLY_PREFIX = b"_R_."

@@ -25,16 +25,17 @@ import json
 from typing import Any, Callable
 
 from minijs.config import GLOBAL_ACCOUNT
+from minijs.protocol import wire
 
 #: The header names (``server/msgtrace.go``).
-TRACE_DEST = "Nats-Trace-Dest"
+TRACE_DEST = wire.TRACE_DEST_HEADER.decode()
 TRACE_ONLY = "Nats-Trace-Only"
 TRACE_HOP = "Nats-Trace-Hop"
 TRACE_ORIGIN_ACCOUNT = "Nats-Trace-Origin-Account"
 #: The value nats-server writes into ``Nats-Trace-Dest`` to switch tracing off (an invalid
 #: subject): a stored traced message carries it, so a consumer delivery is never traced again.
 TRACE_DEST_DISABLED = "trace disabled"
-TRACE_DEST_B = TRACE_DEST.encode()
+TRACE_DEST_B = wire.TRACE_DEST_HEADER
 _HDR_LINE = b"NATS/1.0\r\n"
 
 #: Connection kinds as nats-server numbers them (``CLIENT`` = 0 … ``ACCOUNT`` = 6).

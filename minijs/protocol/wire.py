@@ -13,6 +13,8 @@ PONG = b"PONG\r\n"
 OK = b"+OK\r\n"
 CRLF = b"\r\n"
 HEADER_VERSION = b"NATS/1.0"
+#: The header that asks for a message to be traced (nats-server's ``MsgTraceDest``).
+TRACE_DEST_HEADER = b"Nats-Trace-Dest"
 
 
 def info(fields: dict) -> bytes:
