@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import os
 import socket
 import sys
@@ -27,6 +26,7 @@ from minijs.clock import Clock, make_clock
 from minijs.config import GIT_COMMIT, GLOBAL_ACCOUNT, NATS_SERVER_VERSION, ServerConfig
 from minijs.core.router import OperatorMode, Router
 from minijs.log import Logger
+from minijs.protocol.cjson import dumps_compact
 from minijs.randomness import RandomSource, server_source
 
 if TYPE_CHECKING:  # imported when first needed, so a plain server starts fast
@@ -681,7 +681,7 @@ class Server(Router):
                                for h in _listen_hosts(transport.options.host)]
         try:
             with open(path, "w", encoding="utf-8") as f:
-                json.dump(info, f, separators=(",", ":"))
+                f.write(dumps_compact(info))
         except OSError as exc:
             self.log.error(f"Error writing ports file ({path}): {exc}")
             return

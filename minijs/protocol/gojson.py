@@ -51,12 +51,11 @@ from __future__ import annotations
 
 import binascii
 import codecs as _codecs
-import dataclasses
-import json
 import operator
 import re
 from typing import Any, Callable, Iterable
 
+from minijs.protocol import cjson
 from minijs.protocol.gostrings import decode_rune, go_quote, go_quote_rune, is_print, runes
 
 # --------------------------------------------------------------------------------------------
@@ -979,6 +978,8 @@ def go_field(t: T, tag: str | None = None) -> Any:
     the type and the tag back. The dataclass's field order is the Go struct's."""
     if tag not in (None, OMITEMPTY):
         raise ValueError("bad field tag %r" % (tag,))
+    import dataclasses  # (only the JetStream configuration types are dataclasses)
+
     zero = t.go_zero()
     meta = {"go": t, "omitempty": tag == OMITEMPTY}
     if isinstance(zero, (dict, list)):
@@ -989,6 +990,8 @@ def go_field(t: T, tag: str | None = None) -> Any:
 def struct_of(cls: type, name: str, pkg: str = "server") -> Struct:
     """The :class:`Struct` a dataclass declared with :func:`go_field` describes (decoding,
     zero values, :meth:`Struct.encode` of ``obj.__dict__``, :meth:`Struct.equal`)."""
+    import dataclasses
+
     fields = dataclasses.fields(cls)
     return Struct(name, {f.name: f.metadata["go"] for f in fields}, pkg,
                   omitempty=[f.name for f in fields if f.metadata["omitempty"]])
@@ -1062,8 +1065,8 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
-_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_Obj, parse_int=_Num, parse_float=_Num,
-                                 parse_constant=_reject_constant)
+_decode_fast = cjson.decoder(object_pairs_hook=_Obj, parse_int=_Num, parse_float=_Num,
+                             parse_constant=_reject_constant)
 _TRUE, _FALSE, _NULL = ("t", None, 0, 0), ("f", None, 0, 0), ("z", None, 0, 0)
 
 
@@ -1103,7 +1106,7 @@ def _parse_fast(data: bytes) -> tuple:
     Raises ValueError (or :class:`JSONError`) where Go would refuse the text."""
     text = data.decode("utf-8", "minijs-goreplace")
     try:
-        return _node_of(_FAST_DECODER.decode(text))
+        return _node_of(_decode_fast(text))
     except RecursionError:
         return _parse_single(bytes(data))
 

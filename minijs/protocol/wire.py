@@ -4,8 +4,7 @@ Every wire string the server emits is built here, so its exact bytes live in one
 """
 from __future__ import annotations
 
-import json
-
+from minijs.protocol.cjson import dumps_compact
 from minijs.protocol.gostrings import go_quote
 
 PING = b"PING\r\n"
@@ -19,7 +18,7 @@ TRACE_DEST_HEADER = b"Nats-Trace-Dest"
 
 def info(fields: dict) -> bytes:
     """``INFO {json} \\r\\n``: compact JSON, and the single space nats-server puts before CRLF."""
-    return b"INFO " + json.dumps(fields, separators=(",", ":")).encode() + b" \r\n"
+    return b"INFO " + dumps_compact(fields).encode() + b" \r\n"
 
 
 def err(text: str) -> bytes:
