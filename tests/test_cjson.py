@@ -54,7 +54,16 @@ def _texts(n: int) -> list[str]:
                     for _ in range(n)]
 
 
-def test_decoder_accepts_and_refuses_what_json_does():
+@pytest.fixture(params=["C functions", "json package"])
+def functions(request, monkeypatch):
+    """Both ways the module works: with CPython's C functions, and without them (as on a Python
+    that has none), through the json package."""
+    if request.param == "json package":
+        monkeypatch.setattr(cjson, "_C", None)
+    return request.param
+
+
+def test_decoder_accepts_and_refuses_what_json_does(functions):
     ours = cjson.decoder(**HOOKS)
     theirs = json.JSONDecoder(**HOOKS).decode
     for text in _texts(30000):
@@ -67,11 +76,11 @@ def test_decoder_accepts_and_refuses_what_json_does():
     {"a": [None, False, 1.5, -0.0, 1e300, 10**30, "é\n\x00\u2028\ud83d\ude00"]}, "x", 7, [], {},
     {"k": {"n": [1, {"z": "<&>"}]}}, float("nan"),
 ])
-def test_dumps_compact_is_json_dumps_compact(value):
+def test_dumps_compact_is_json_dumps_compact(functions, value):
     assert cjson.dumps_compact(value) == json.dumps(value, separators=(",", ":"))
 
 
-def test_dumps_compact_refuses_what_json_cannot_encode():
+def test_dumps_compact_refuses_what_json_cannot_encode(functions):
     with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
         cjson.dumps_compact({"a": object()})
 

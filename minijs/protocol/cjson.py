@@ -21,12 +21,17 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-try:
-    from _json import encode_basestring_ascii as _encode_str
-    from _json import make_encoder as _make_encoder
-    from _json import make_scanner as _make_scanner
-except ImportError:  # not CPython: the json package (with its own fast paths, if any)
-    _make_scanner = None  # type: ignore[assignment]
+
+def _c_functions() -> Any:
+    """CPython's ``_json`` module, or None (elsewhere the json package is used instead)."""
+    try:
+        import _json
+    except ImportError:
+        return None
+    return _json
+
+
+_C = _c_functions()
 
 _JSON_WHITESPACE = " \t\n\r"
 
@@ -51,12 +56,12 @@ def decoder(*, object_pairs_hook: Callable[[list], Any], parse_int: Callable[[st
             ) -> Callable[[str], Any]:
     """``json.JSONDecoder(object_pairs_hook=..., parse_int=..., parse_float=...,
     parse_constant=...).decode``, made from the C scanner where there is one."""
-    if _make_scanner is None:
+    if _C is None:
         import json
 
         return json.JSONDecoder(object_pairs_hook=object_pairs_hook, parse_int=parse_int,
                                 parse_float=parse_float, parse_constant=parse_constant).decode
-    scan = _make_scanner(_ScannerContext(object_pairs_hook, parse_int, parse_float,
+    scan = _C.make_scanner(_ScannerContext(object_pairs_hook, parse_int, parse_float,
                                          parse_constant))
     ws = _JSON_WHITESPACE
 
@@ -89,9 +94,9 @@ def _not_serializable(value: Any) -> Any:
 
 def dumps_compact(value: Any) -> str:
     """``json.dumps(value, separators=(",", ":"))``."""
-    if _make_scanner is None:
+    if _C is None:
         import json
 
         return json.dumps(value, separators=(",", ":"))
-    return "".join(_make_encoder({}, _not_serializable, _encode_str, None, ":", ",", False,
-                                 False, True)(value, 0))
+    return "".join(_C.make_encoder({}, _not_serializable, _C.encode_basestring_ascii, None, ":",
+                                   ",", False, False, True)(value, 0))
