@@ -23,12 +23,20 @@ Invariants:
 
 Only a probe file's name in a store directory is not drawn here (``os.urandom``): two servers
 started with the same seed on one directory must not pick the same name.
+
+A stream is :class:`random.Random`'s generator, seeded as ``random.Random(text)`` seeds it
+(the text's bytes and their SHA-512 as one integer), so its draws are that class's draws. The
+``random`` module itself is loaded by the first draw that needs its Python code
+(``randrange()``, ``uniform()``, ``choice()``, ``shuffle()``); ``random()``, ``getrandbits()``
+and ``randbytes()`` need only the generator's C core, and a started server that has served no
+queue group and named nothing has drawn only those.
 """
 from __future__ import annotations
 
 import os
-import random
 from typing import Any, Callable, Sequence, TypeVar
+
+import _random
 
 T = TypeVar("T")
 
@@ -41,12 +49,66 @@ def fresh_seed() -> int:
     return int.from_bytes(os.urandom(SEED_BITS // 8), "big")
 
 
+def _sha512(data: bytes) -> bytes:
+    try:  # where random.Random finds SHA-512 (Python 3.12 renamed the module)
+        from _sha2 import sha512  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha512 import sha512  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            from hashlib import sha512  # type: ignore[assignment,unused-ignore]
+    return sha512(data).digest()
+
+
+#: The draws :class:`random.Random` writes in Python, over its generator's ``random()`` and
+#: ``getrandbits()``, and the helpers they call.
+_PYTHON_DRAWS = ("randrange", "uniform", "choice", "shuffle")
+_PYTHON_HELPERS = ("_randbelow", "_randbelow_with_getrandbits", "_randbelow_without_getrandbits")
+
+
+class _Generator(_random.Random):
+    """:class:`random.Random`'s Mersenne Twister seeded from a text as ``random.Random(text)``
+    seeds it; its Python-written draws are :class:`random.Random`'s own functions, taken into
+    this class by the first of them asked for."""
+
+    def __init__(self, text: str) -> None:
+        data = text.encode()
+        super().seed(int.from_bytes(data + _sha512(data), "big"))
+        self.gauss_next: float | None = None  # as random.Random.seed leaves it
+
+    def __reduce__(self) -> tuple:
+        # A copy (or an unpickled one) continues the same stream, as random.Random's does.
+        return _generator_at, (self.getstate(), self.gauss_next)
+
+    def randbytes(self, n: int) -> bytes:
+        """``n`` random bytes, as :meth:`random.Random.randbytes` draws them."""
+        return self.getrandbits(n * 8).to_bytes(n, "little")
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _PYTHON_DRAWS and name not in _PYTHON_HELPERS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        import random
+
+        for each in _PYTHON_DRAWS + _PYTHON_HELPERS:
+            if each in vars(random.Random):
+                setattr(_Generator, each, vars(random.Random)[each])
+        return object.__getattribute__(self, name)
+
+
+def _generator_at(state: tuple, gauss_next: float | None) -> _Generator:
+    generator = _Generator("")
+    generator.setstate(state)
+    generator.gauss_next = gauss_next
+    return generator
+
+
 class RandomSource:
     """A seeded stream of random draws (see the module docstring).
 
     The draw methods are those of :class:`random.Random` (``random()``, ``randrange()``,
     ``uniform()``, ``choice()``, ``getrandbits()``, ``randbytes()``, ``shuffle()``), bound
-    once, so hot paths pay what they would for the ``random`` module's own functions.
+    once (the Python-written ones when first asked for), so hot paths pay what they would for
+    the ``random`` module's own functions.
     """
 
     __slots__ = ("seed", "path", "_rng", "_children", "random", "randrange", "uniform", "choice",
@@ -61,16 +123,25 @@ class RandomSource:
         #: Where this stream sits below the root: ``""``, ``"timers"``, ``"n2/queue"``, ...
         self.path = path
         self._children: dict[str, RandomSource] = {}
-        # A str seed is hashed with SHA-512 by random.Random: stable across runs and processes
-        # (unlike hash()), and every path gets an unrelated stream.
-        rng = self._rng = random.Random(f"minijs:{self.seed}:{path}")
+        # A text seed is hashed with SHA-512: stable across runs and processes (unlike
+        # hash()), and every path gets an unrelated stream.
+        rng = self._rng = _Generator(f"minijs:{self.seed}:{path}")
         self.random: Callable[[], float] = rng.random
-        self.randrange: Callable[..., int] = rng.randrange
-        self.uniform: Callable[[float, float], float] = rng.uniform
-        self.choice: Callable[[Sequence[Any]], Any] = rng.choice
         self.getrandbits: Callable[[int], int] = rng.getrandbits
         self.randbytes: Callable[[int], bytes] = rng.randbytes
-        self.shuffle: Callable[[list], None] = rng.shuffle
+        self.randrange: Callable[..., int]
+        self.uniform: Callable[[float, float], float]
+        self.choice: Callable[[Sequence[Any]], Any]
+        self.shuffle: Callable[[list], None]
+
+    def __getattr__(self, name: str) -> Any:
+        # A Python-written draw, asked for the first time: bind all of them now.
+        if name not in _PYTHON_DRAWS:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        rng = self._rng
+        for each in _PYTHON_DRAWS:
+            setattr(self, each, getattr(rng, each))
+        return getattr(self, name)
 
     def child(self, name: str) -> "RandomSource":
         """The independent stream named ``name`` below this one (same root seed): the same

@@ -89,11 +89,12 @@ def test_version_and_help_do_not_import_the_server():
 
 #: Modules the ``minijs -js -sd DIR`` command (what harnesses spawn) has no use for before it
 #: is ready: the types of users and accounts (none configured), tempfile and shutil (the store
-#: directory exists; nothing is deleted), pathlib (no stream to recover), the ``json`` package
-#: (INFO and CONNECT go through its C functions directly), the compressors of message-trace
-#: events, the monitor, the config-file parser, and the JetStream API, streams and stores.
+#: directory exists; nothing is deleted), pathlib (no stream to recover), ``random`` (no queue
+#: group served, nothing named yet), the ``json`` package (INFO and CONNECT go through its C
+#: functions directly), the compressors of message-trace events, the monitor, the config-file
+#: parser, and the JetStream API, streams and stores.
 CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "pathlib", "urllib.parse", "json",
-                "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
+                "random", "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
 
 
 @pytest.mark.parametrize("monitor", [False, True], ids=["plain", "with -m"])

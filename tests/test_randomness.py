@@ -126,3 +126,56 @@ async def test_same_seed_same_server_choices_in_two_runs() -> None:
     other.pop("ping")
     assert other["id"] != first["id"] and other["queue"] != first["queue"]
     assert other["faults"] != first["faults"] and other["names"] != first["names"]
+
+
+def test_a_stream_draws_what_random_random_seeded_with_its_text_draws() -> None:
+    """A stream is random.Random's generator and draws, seeded with ``minijs:<seed>:<path>``;
+    a copy or a pickled copy of its generator continues the stream where it was (a fault
+    rule's ``asdict`` deep-copies its source)."""
+    import copy
+    import pickle
+    import random
+
+    for seed, path in ((0, ""), (7, "n2/queue"), (2**48 - 1, "ids"), (12345, "é/ü")):
+        ours, theirs = RandomSource(seed, path), random.Random(f"minijs:{seed}:{path}")
+        for _ in range(3):
+            assert ours.random() == theirs.random()
+            assert ours.getrandbits(130) == theirs.getrandbits(130)
+            assert ours.randbytes(35) == theirs.randbytes(35)
+            assert ours.randrange(10**12) == theirs.randrange(10**12)
+            assert ours.randrange(3, 100, 7) == theirs.randrange(3, 100, 7)
+            assert ours.uniform(1.5, 9) == theirs.uniform(1.5, 9)
+            assert ours.choice("abcdefgh") == theirs.choice("abcdefgh")
+            assert ours.text("xyz", 12) == "".join(theirs.choice("xyz") for _ in range(12))
+            mine, yours = list(range(30)), list(range(30))
+            ours.shuffle(mine)
+            theirs.shuffle(yours)
+            assert mine == yours
+        for twin in (copy.deepcopy(ours._rng), pickle.loads(pickle.dumps(ours._rng))):
+            again = copy.deepcopy(theirs)
+            assert [twin.random(), twin.randrange(99)] == [again.random(), again.randrange(99)]
+
+
+def test_random_module_loads_with_the_first_draw_written_in_python() -> None:
+    """``random()``, ``getrandbits()`` and ``randbytes()`` need only the generator's C core;
+    the first ``randrange()`` (or ``uniform()``, ``choice()``, ``shuffle()``) loads the
+    ``random`` module, and a started server has not (see test_lazy_imports)."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    code = textwrap.dedent("""
+        import sys
+        from minijs.randomness import RandomSource
+        src = RandomSource(7).child("a")
+        src.random(), src.getrandbits(9), src.randbytes(4), src.text
+        before = "random" in sys.modules
+        draw = src.child("b").randrange
+        print(before, "random" in sys.modules, draw(10) in range(10))
+    """)
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=root, capture_output=True,
+                          text=True, timeout=60, env={"PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True"]

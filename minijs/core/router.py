@@ -157,8 +157,9 @@ class Router(InternalSubscriptions):
         self.server_id = _nkey_like("N", ids)
         self.server_name = config.server_name or self.server_id
         self.xkey = _nkey_like("X", ids)
-        #: ``randrange(n)``: which member of a queue group gets a message.
-        self.queue_draw: Callable[[int], int] = self.randomness.child("queue").randrange
+        #: ``randrange(n)``: which member of a queue group gets a message (bound at the first
+        #: draw: a server that serves no queue group never loads the ``random`` module).
+        self.queue_draw: Callable[[int], int] = self._first_queue_draw
         self.sublist = WatchedSublist()
         #: In a cluster, this node's :class:`~minijs.core.routes.Routes` (the other nodes'
         #: interest as route subscriptions, messages forwarded to them); None otherwise.
@@ -303,6 +304,10 @@ class Router(InternalSubscriptions):
             sl.interest_hook = self.sublist.interest_hook
             services.install(self, sl)
         return sl
+
+    def _first_queue_draw(self, n: int) -> int:
+        draw = self.queue_draw = self.randomness.child("queue").randrange
+        return draw(n)
 
     def info_fields(self, conn: Connection | None = None, *, connect_info: bool = False
                     ) -> dict[str, Any]:
