@@ -1,7 +1,6 @@
 """Server configuration: one dataclass shared by the in-process API, the CLI and config files."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform
 
 from minijs import config_methods
@@ -60,18 +59,81 @@ def __dir__() -> list[str]:
 _T = TypeVar("_T")
 
 
+class _FactoryField:
+    """What :func:`field` declares: a field whose default each instance makes anew."""
+
+    __slots__ = ("default_factory",)
+
+    def __init__(self, default_factory: Callable[[], Any]) -> None:
+        self.default_factory = default_factory
+
+
+def field(*, default_factory: Callable[[], _T]) -> _T:
+    """A field whose default ``default_factory()`` makes for each instance, as
+    ``dataclasses.field(default_factory=...)`` declares one."""
+    return _FactoryField(default_factory)  # type: ignore[return-value]
+
+
+def _declared_fields(cls: type) -> list[tuple[str, Any, str, Any]]:
+    """The fields a class body declares, as ``@dataclass`` reads them: each annotated name in
+    order, with its annotation and ``"required"``, ``"default"`` (and the value) or
+    ``"factory"`` (and the factory)."""
+    out: list[tuple[str, Any, str, Any]] = []
+    absent = object()
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        value = cls.__dict__.get(name, absent)
+        if value is absent:
+            out.append((name, annotation, "required", None))
+        elif isinstance(value, _FactoryField):
+            out.append((name, annotation, "factory", value.default_factory))
+        else:
+            out.append((name, annotation, "default", value))
+    return out
+
+
+class _DataclassInfo:
+    """``__dataclass_fields__`` or ``__dataclass_params__`` of a class made by
+    :func:`_dataclass`, until it is first read (by ``dataclasses.fields``, ``replace``,
+    ``asdict``, ``is_dataclass``): then ``@dataclass`` processes the class, minus the methods
+    it already has, and both attributes are ``@dataclass``'s own."""
+
+    def __init__(self, name: str, declared: list[tuple[str, Any, str, Any]]) -> None:
+        self.name = name
+        self.declared = declared
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        import dataclasses
+
+        if isinstance(owner.__dict__.get(self.name), _DataclassInfo):
+            del owner.__dataclass_fields__, owner.__dataclass_params__  # type: ignore[attr-defined]
+            for name, _, kind, value in self.declared:
+                if kind == "factory":  # (the class lost it when its methods were installed)
+                    setattr(owner, name, dataclasses.field(default_factory=value))
+            dataclasses.dataclass(owner, init=False, repr=False, eq=False)
+        return owner.__dict__[self.name]
+
+
 @dataclass_transform(field_specifiers=(field,))
 def _dataclass(*, frozen: bool = False) -> Callable[[type[_T]], type[_T]]:
-    """``@dataclass`` / ``@dataclass(frozen=True)``, with the methods it would compile from
-    source at every import (``__init__``, ``__repr__``, ``__eq__``; frozen, also ``__hash__``,
-    ``__setattr__``, ``__delattr__``) taken from :mod:`minijs.config_methods`, where they are
-    written out once and their bytecode is cached. The class is a dataclass in every other
-    respect (``dataclasses.fields``, ``replace``, ``asdict``, ``__match_args__``). Compiling
-    them was about 9 ms of a spawned ``minijs -js`` on a loaded 2-core machine."""
+    """``@dataclass`` / ``@dataclass(frozen=True)`` without the ``dataclasses`` module at
+    import. The methods ``@dataclass`` would compile from source at every import
+    (``__init__``, ``__repr__``, ``__eq__``; frozen, also ``__hash__``, ``__setattr__``,
+    ``__delattr__``) come from :mod:`minijs.config_methods`, where they are written out once and
+    their bytecode is cached, and ``__match_args__`` is set here; the rest of what makes a
+    dataclass (``__dataclass_fields__``, so ``dataclasses.fields``, ``replace``, ``asdict``)
+    is made by ``@dataclass`` itself when first asked for. A started server asks for none of
+    it: compiling the methods was about 9 ms of a spawned ``minijs -js`` on a loaded 2-core
+    machine, and importing and running ``dataclasses`` about 2 ms more."""
 
     def wrap(cls: type[_T]) -> type[_T]:
-        cls = dataclass(cls, init=False, repr=False, eq=False)
-        config_methods.install(cls, frozen)
+        declared = _declared_fields(cls)
+        for name, _, kind, _ in declared:
+            if kind == "factory":
+                delattr(cls, name)  # as @dataclass leaves it: the instance holds the value
+        config_methods.install(cls, frozen, declared)
+        setattr(cls, "__match_args__", tuple(name for name, *_ in declared))
+        setattr(cls, "__dataclass_fields__", _DataclassInfo("__dataclass_fields__", declared))
+        setattr(cls, "__dataclass_params__", _DataclassInfo("__dataclass_params__", declared))
         return cls
 
     return wrap
@@ -243,8 +305,10 @@ class ServerConfig:
 
     def with_overrides(self, **overrides: Any) -> "ServerConfig":
         """A copy with keyword overrides; unknown names are a TypeError, not silently kept."""
-        known = {f.name for f in fields(self)}
-        unknown = set(overrides) - known
+        names = self.__match_args__  # every field, in order (as dataclasses.replace copies them)
+        unknown = set(overrides).difference(names)
         if unknown:
             raise TypeError(f"unknown server option(s): {', '.join(sorted(unknown))}")
-        return replace(self, **overrides)
+        values: dict[str, Any] = {name: getattr(self, name) for name in names}
+        values.update(overrides)
+        return type(self)(**values)

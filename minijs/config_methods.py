@@ -1,7 +1,7 @@
 """The methods ``@dataclass`` would compile for the classes of :mod:`minijs.config`, written out.
 
 GENERATED from the fields of those classes: do not edit. ``minijs.config`` declares the
-classes with ``@dataclass`` minus these methods, then :func:`install` sets them, after checking
+classes with its own ``@dataclass``, which :func:`install` gives these methods, after checking
 the class's fields are the ones they were generated for. Each behaves as its ``@dataclass``
 counterpart of Python 3.11: the same ``__init__`` signature (defaults and annotations included,
 a ``default_factory`` shown as ``<factory>``), ``repr``, equality (a tuple of the fields, only
@@ -14,10 +14,15 @@ between instances of the same class), and for frozen classes the hash of that tu
 from __future__ import annotations
 
 import reprlib
-from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, Callable
 
 _object_setattr = object.__setattr__
+
+
+def _frozen_error(text: str) -> Exception:
+    from dataclasses import FrozenInstanceError
+
+    return FrozenInstanceError(text)
 
 
 class _Factory:
@@ -77,12 +82,12 @@ def _account_limits_methods(cls: Any, factories: dict[str, Callable[[], Any]]) -
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in field_names:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            raise _frozen_error(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in field_names:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
+            raise _frozen_error(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     return {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__,
@@ -139,12 +144,12 @@ def _jet_stream_limit_opts_methods(cls: Any, factories: dict[str, Callable[[], A
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in field_names:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            raise _frozen_error(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in field_names:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
+            raise _frozen_error(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     return {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__,
@@ -449,24 +454,23 @@ _CLASSES: dict[str, tuple[bool, tuple[tuple[str, str], ...], Any]] = {
 }
 
 
-def install(cls: type, frozen: bool) -> None:
-    """Set the generated methods on ``cls`` (a class ``@dataclass`` has processed without
-    them); ImportError if its fields are not the ones they were generated for."""
+def install(cls: type, frozen: bool, declared: list[tuple[str, Any, str, Any]]) -> None:
+    """Set the generated methods on ``cls``, whose fields are ``declared``: ``(name,
+    annotation, kind, value)`` in order, the kind ``"required"``, ``"default"`` (the value is
+    the default) or ``"factory"`` (the value is the factory). ImportError if they are not the
+    fields the methods were generated for."""
     entry = _CLASSES.get(cls.__qualname__)
-    fields = list(cls.__dataclass_fields__.values())  # type: ignore[attr-defined]
-    shape = tuple((f.name, "factory" if f.default_factory is not MISSING
-                   else "default" if f.default is not MISSING else "required") for f in fields)
+    shape = tuple((name, kind) for name, _, kind, _ in declared)
     if entry is None or entry[0] != frozen or entry[1] != shape:
         raise ImportError(
             f"minijs.config_methods was not generated for the fields of {cls.__qualname__}: "
             "run python scripts/gen_config_methods.py")
-    methods = entry[2](cls, {f.name: f.default_factory for f in fields
-                             if f.default_factory is not MISSING})
+    methods = entry[2](cls, {name: value for name, _, kind, value in declared
+                             if kind == "factory"})
     init = methods["__init__"]
-    init.__defaults__ = tuple(
-        _HAS_DEFAULT_FACTORY if f.default_factory is not MISSING else f.default
-        for f in fields if f.default_factory is not MISSING or f.default is not MISSING) or None
-    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
+    init.__defaults__ = tuple(_HAS_DEFAULT_FACTORY if kind == "factory" else value
+                              for _, _, kind, value in declared if kind != "required") or None
+    init.__annotations__ = {**{name: t for name, t, _, _ in declared}, "return": None}
     for name, method in methods.items():
         if method is not None:
             method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"

@@ -5,10 +5,9 @@
 ``__hash__``, ``__setattr__`` and ``__delattr__``) from source text every time its module is
 imported, and nothing caches that: for ``ServerConfig``'s 66 fields it was about a fifth of
 what a spawned ``minijs -js`` spends importing its own code. The classes of ``minijs.config``
-are declared with ``config._dataclass`` instead, which runs ``@dataclass`` for everything but
-those methods (fields, ``dataclasses.fields``/``replace``/``asdict``, ``__match_args__``) and
-takes the methods from the generated module, written once, here, as plain Python whose bytecode
-is cached like any other module's.
+are declared with ``config._dataclass`` instead, which takes the methods from the generated
+module, written once, here, as plain Python whose bytecode is cached like any other module's
+(and leaves the rest of what makes a dataclass to ``@dataclass`` itself, when first asked for).
 
 What the generated code depends on is each class's field names in order, which of them have a
 default, a ``default_factory`` or neither, and whether the class is frozen; default values are
@@ -25,7 +24,6 @@ says so) when the module on disk is not what the classes generate.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import re
 import sys
@@ -40,7 +38,7 @@ HEADER = '''\
 """The methods ``@dataclass`` would compile for the classes of :mod:`minijs.config`, written out.
 
 GENERATED from the fields of those classes: do not edit. ``minijs.config`` declares the
-classes with ``@dataclass`` minus these methods, then :func:`install` sets them, after checking
+classes with its own ``@dataclass``, which :func:`install` gives these methods, after checking
 the class's fields are the ones they were generated for. Each behaves as its ``@dataclass``
 counterpart of Python 3.11: the same ``__init__`` signature (defaults and annotations included,
 a ``default_factory`` shown as ``<factory>``), ``repr``, equality (a tuple of the fields, only
@@ -53,10 +51,15 @@ between instances of the same class), and for frozen classes the hash of that tu
 from __future__ import annotations
 
 import reprlib
-from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, Callable
 
 _object_setattr = object.__setattr__
+
+
+def _frozen_error(text: str) -> Exception:
+    from dataclasses import FrozenInstanceError
+
+    return FrozenInstanceError(text)
 
 
 class _Factory:
@@ -71,24 +74,23 @@ _HAS_DEFAULT_FACTORY: Any = _Factory()
 
 FOOTER = '''
 
-def install(cls: type, frozen: bool) -> None:
-    """Set the generated methods on ``cls`` (a class ``@dataclass`` has processed without
-    them); ImportError if its fields are not the ones they were generated for."""
+def install(cls: type, frozen: bool, declared: list[tuple[str, Any, str, Any]]) -> None:
+    """Set the generated methods on ``cls``, whose fields are ``declared``: ``(name,
+    annotation, kind, value)`` in order, the kind ``"required"``, ``"default"`` (the value is
+    the default) or ``"factory"`` (the value is the factory). ImportError if they are not the
+    fields the methods were generated for."""
     entry = _CLASSES.get(cls.__qualname__)
-    fields = list(cls.__dataclass_fields__.values())  # type: ignore[attr-defined]
-    shape = tuple((f.name, "factory" if f.default_factory is not MISSING
-                   else "default" if f.default is not MISSING else "required") for f in fields)
+    shape = tuple((name, kind) for name, _, kind, _ in declared)
     if entry is None or entry[0] != frozen or entry[1] != shape:
         raise ImportError(
             f"minijs.config_methods was not generated for the fields of {cls.__qualname__}: "
             "run python scripts/gen_config_methods.py")
-    methods = entry[2](cls, {f.name: f.default_factory for f in fields
-                             if f.default_factory is not MISSING})
+    methods = entry[2](cls, {name: value for name, _, kind, value in declared
+                             if kind == "factory"})
     init = methods["__init__"]
-    init.__defaults__ = tuple(
-        _HAS_DEFAULT_FACTORY if f.default_factory is not MISSING else f.default
-        for f in fields if f.default_factory is not MISSING or f.default is not MISSING) or None
-    init.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
+    init.__defaults__ = tuple(_HAS_DEFAULT_FACTORY if kind == "factory" else value
+                              for _, _, kind, value in declared if kind != "required") or None
+    init.__annotations__ = {**{name: t for name, t, _, _ in declared}, "return": None}
     for name, method in methods.items():
         if method is not None:
             method.__qualname__ = f"{cls.__qualname__}.{method.__name__}"
@@ -107,22 +109,17 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def shape(cls: type) -> tuple[tuple[str, str], ...]:
-    out = []
-    for f in dataclasses.fields(cls):
-        if not f.init or f.kw_only:
-            raise SystemExit(f"{cls.__qualname__}.{f.name}: init=False and kw_only fields are "
-                             "not supported by this generator")
-        kind = ("factory" if f.default_factory is not dataclasses.MISSING
-                else "default" if f.default is not dataclasses.MISSING else "required")
-        out.append((f.name, kind))
+Declared = list  # [(name, annotation, kind, value)], as config._dataclass hands install
+
+
+def shape(cls: type, declared: Declared) -> tuple[tuple[str, str], ...]:
     if hasattr(cls, "__post_init__"):
         raise SystemExit(f"{cls.__qualname__}: __post_init__ is not supported by this generator")
-    return tuple(out)
+    return tuple((name, kind) for name, _, kind, _ in declared)
 
 
-def class_source(cls: type, frozen: bool) -> str:
-    fields = shape(cls)
+def class_source(cls: type, frozen: bool, declared: Declared) -> str:
+    fields = shape(cls, declared)
     names = [name for name, _ in fields]
     maker = f"_{snake(cls.__qualname__)}_methods"
     lines = [wrap(f"def {maker}(",
@@ -167,12 +164,12 @@ def class_source(cls: type, frozen: bool) -> str:
         lines.append("")
         lines.append("    def __setattr__(self: Any, name: str, value: Any) -> None:")
         lines.append("        if type(self) is cls or name in field_names:")
-        lines.append("            raise FrozenInstanceError(f\"cannot assign to field {name!r}\")")
+        lines.append("            raise _frozen_error(f\"cannot assign to field {name!r}\")")
         lines.append("        super(cls, self).__setattr__(name, value)")
         lines.append("")
         lines.append("    def __delattr__(self: Any, name: str) -> None:")
         lines.append("        if type(self) is cls or name in field_names:")
-        lines.append("            raise FrozenInstanceError(f\"cannot delete field {name!r}\")")
+        lines.append("            raise _frozen_error(f\"cannot delete field {name!r}\")")
         lines.append("        super(cls, self).__delattr__(name)")
         lines.append("")
         lines.append('    return {"__init__": __init__, "__repr__": __repr__, "__eq__": __eq__,')
@@ -186,7 +183,7 @@ def class_source(cls: type, frozen: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load() -> list[tuple[type, bool]]:
+def load() -> list[tuple[type, bool, Declared]]:
     """Import minijs.config with a stand-in for the generated module that records each class
     it is asked to install methods on (so a stale or missing module does not stop this)."""
     sys.path.insert(0, str(ROOT))
@@ -194,9 +191,10 @@ def load() -> list[tuple[type, bool]]:
 
     names = ("minijs.config", "minijs.config_methods")
     saved = {name: sys.modules.pop(name) for name in names if name in sys.modules}
-    recorded: list[tuple[type, bool]] = []
+    recorded: list[tuple[type, bool, Declared]] = []
     stand_in = types.ModuleType("minijs.config_methods")
-    stand_in.install = lambda cls, frozen: recorded.append((cls, frozen))  # type: ignore
+    stand_in.install = (  # type: ignore[attr-defined]
+        lambda cls, frozen, declared: recorded.append((cls, frozen, declared)))
     sys.modules["minijs.config_methods"] = stand_in
     minijs.config_methods = stand_in  # (what `from minijs import config_methods` reads)
     try:
@@ -216,14 +214,14 @@ def load() -> list[tuple[type, bool]]:
     return recorded
 
 
-def generate(classes: list[tuple[type, bool]]) -> str:
+def generate(classes: list[tuple[type, bool, Declared]]) -> str:
     parts = [HEADER]
     table = []
-    for cls, frozen in classes:
-        parts.append("\n\n" + class_source(cls, frozen))
+    for cls, frozen, declared in classes:
+        parts.append("\n\n" + class_source(cls, frozen, declared))
         maker = f"_{snake(cls.__qualname__)}_methods"
         table.append(f"    {cls.__qualname__!r}: ({frozen!r}, (\n"
-                     + "".join(f"        {entry!r},\n" for entry in shape(cls))
+                     + "".join(f"        {entry!r},\n" for entry in shape(cls, declared))
                      + f"    ), {maker}),")
     parts.append("\n\n#: class name -> (frozen, ((field, default kind), ...), method maker)\n")
     parts.append("_CLASSES: dict[str, tuple[bool, tuple[tuple[str, str], ...], Any]] = {\n")

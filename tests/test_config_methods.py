@@ -131,11 +131,49 @@ def test_a_recursive_value_repr_stops_as_dataclass_repr_does():
 
 
 def test_install_refuses_a_class_whose_fields_changed():
-    @dataclasses.dataclass(init=False, repr=False, eq=False)
     class ServerConfig:  # the name of a generated class, with other fields
         host: str = "x"
 
     with pytest.raises(ImportError, match="run python scripts/gen_config_methods.py"):
-        config_methods.install(ServerConfig, False)
+        config_methods.install(ServerConfig, False, config._declared_fields(ServerConfig))
+    limits = config._declared_fields(AccountLimits)
     with pytest.raises(ImportError, match="not generated for the fields of AccountLimits"):
-        config_methods.install(AccountLimits, False)  # frozen differs
+        config_methods.install(AccountLimits, False, limits)  # frozen differs
+    with pytest.raises(ImportError, match="not generated for the fields of AccountLimits"):
+        config_methods.install(AccountLimits, True, limits[1:] + limits[:1])  # order differs
+
+
+def test_the_dataclasses_module_waits_until_a_class_is_inspected():
+    """Importing minijs.config, making, comparing, hashing, copying with ``with_overrides``
+    and printing configurations need no ``dataclasses``; the first ``fields()`` (or
+    ``is_dataclass``, ``replace``, ``asdict``) has ``@dataclass`` process the class, which
+    keeps its generated methods and loses its factory fields' class attributes."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import sys
+        from minijs.config import AccountLimits, ServerConfig
+        cfg = ServerConfig().with_overrides(port=5, jetstream=True)
+        same = cfg == ServerConfig(port=5, jetstream=True) and hash(AccountLimits()) is not None
+        try:
+            cfg.with_overrides(prot=5)
+            refused = False
+        except TypeError as exc:
+            refused = "unknown server option(s): prot" in str(exc)
+        repr(cfg), repr(AccountLimits())
+        before = "dataclasses" in sys.modules
+        import dataclasses
+        init = ServerConfig.__init__
+        names = [f.name for f in dataclasses.fields(ServerConfig)]
+        print(before, same, refused, names == list(ServerConfig.__match_args__),
+              ServerConfig.__init__ is init, "extra" not in ServerConfig.__dict__,
+              dataclasses.is_dataclass(AccountLimits),
+              dataclasses.replace(cfg, port=6).port, dataclasses.asdict(cfg)["port"])
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True", "True", "True", "True", "True", "True",
+                                   "6", "5"]

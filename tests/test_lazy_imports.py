@@ -91,10 +91,11 @@ def test_version_and_help_do_not_import_the_server():
 #: is ready: the types of users and accounts (none configured), tempfile and shutil (the store
 #: directory exists; nothing is deleted), pathlib (no stream to recover), ``random`` (no queue
 #: group served, nothing named yet), the ``json`` package (INFO and CONNECT go through its C
-#: functions directly), the compressors of message-trace events, the monitor, the config-file
-#: parser, and the JetStream API, streams and stores.
+#: functions directly), ``dataclasses`` (no configuration class inspected), the compressors of
+#: message-trace events, the monitor, the config-file parser, and the JetStream API, streams
+#: and stores.
 CLI_DEFERRED = ("minijs.authconfig", "tempfile", "shutil", "pathlib", "urllib.parse", "json",
-                "random", "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
+                "random", "dataclasses", "ipaddress", "gzip", "bz2", "lzma", "minijs.protocol.snappy") + DEFERRED
 
 
 @pytest.mark.parametrize("monitor", [False, True], ids=["plain", "with -m"])
@@ -106,7 +107,8 @@ def test_cli_jetstream_server_is_ready_without_what_it_does_not_serve(tmp_path, 
     deferred = CLI_DEFERRED + ("minijs.core.imports",)
     flags = ["-js", "-a", "127.0.0.1", "-p", "-1"]
     if monitor:
-        deferred = tuple(m for m in deferred if m not in ("minijs.monitor", "json"))
+        deferred = tuple(m for m in deferred
+                         if m not in ("minijs.monitor", "json", "dataclasses"))
         flags += ["-m", "-1"]
     store = tmp_path / "store"
     (store / "jetstream").mkdir(parents=True)
