@@ -34,6 +34,7 @@ queue group and named nothing has drawn only those.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable, Sequence, TypeVar
 
 import _random
@@ -49,15 +50,26 @@ def fresh_seed() -> int:
     return int.from_bytes(os.urandom(SEED_BITS // 8), "big")
 
 
-def _sha512(data: bytes) -> bytes:
-    try:  # where random.Random finds SHA-512 (Python 3.12 renamed the module)
-        from _sha2 import sha512  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        try:
+def _find_sha512() -> Callable[[bytes], Any]:
+    """SHA-512 where random.Random takes it from (Python 3.12 renamed the module)."""
+    try:
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha512  # type: ignore[import-not-found,unused-ignore]
+        else:
             from _sha512 import sha512  # type: ignore[import-not-found,no-redef,unused-ignore]
-        except ImportError:
-            from hashlib import sha512  # type: ignore[assignment,unused-ignore]
-    return sha512(data).digest()
+    except ImportError:  # a Python built without them
+        from hashlib import sha512  # type: ignore[assignment,unused-ignore]
+    return sha512
+
+
+_sha512_of: Callable[[bytes], Any] | None = None
+
+
+def _sha512(data: bytes) -> bytes:
+    global _sha512_of
+    if _sha512_of is None:
+        _sha512_of = _find_sha512()
+    return _sha512_of(data).digest()
 
 
 #: The draws :class:`random.Random` writes in Python, over its generator's ``random()`` and
