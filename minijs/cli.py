@@ -614,17 +614,11 @@ async def _serve(config: Any, logger: Any, clock: str = "wall",
         logger.info('Trapped "user defined signal 1" signal')
         server.reopen_log_file()
 
-    installed: list[signal.Signals] = []
-    for signum, handler, args in ((signal.SIGTERM, on_signal, ("terminated",)),
+    untrap = _trap_signals(loop, ((signal.SIGTERM, on_signal, ("terminated",)),
                                   (signal.SIGINT, on_signal, ("interrupt",)),
                                   (signal.SIGUSR2, on_lame_duck_signal, ()),
                                   (signal.SIGHUP, on_reload_signal, ()),
-                                  (signal.SIGUSR1, on_reopen_signal, ())):
-        try:
-            loop.add_signal_handler(signum, handler, *args)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError, AttributeError):  # pragma: no cover
-            pass
+                                  (signal.SIGUSR1, on_reopen_signal, ())))
     try:
         if config.pid_file:  # before "Server is ready", as nats-server does
             try:
@@ -658,8 +652,47 @@ async def _serve(config: Any, logger: Any, clock: str = "wall",
     except asyncio.CancelledError:
         return 1
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        untrap()
+
+
+def _trap_signals(loop: Any, traps: Any) -> Callable[[], None]:
+    """Have each ``(signal, handler, args)`` of ``traps`` call ``handler(*args)`` on ``loop``
+    when the signal arrives, as ``loop.add_signal_handler`` does; returns what puts the
+    signals' previous handling back. On asyncio's own loops the signal's Python handler hands
+    the call to the loop (``call_soon_threadsafe``, which wakes it): ``add_signal_handler``
+    checks the signal against every valid one on each call, about a millisecond of a start.
+    Other loops (uvloop) get ``add_signal_handler``."""
+    import asyncio
+    import signal
+
+    if not isinstance(loop, asyncio.BaseEventLoop):
+        added = []
+        for signum, handler, args in traps:
+            try:
+                loop.add_signal_handler(signum, handler, *args)
+                added.append(signum)
+            except (NotImplementedError, RuntimeError, AttributeError):  # pragma: no cover
+                pass
+
+        def remove() -> None:
+            for signum in added:
+                loop.remove_signal_handler(signum)
+        return remove
+
+    def deliver(handler: Callable[..., None], args: tuple) -> Callable[[int, Any], None]:
+        def on_signal(signum: int, frame: Any) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(handler, *args)
+        return on_signal
+
+    previous = [(signum, signal.signal(signum, deliver(handler, args)))
+                for signum, handler, args in traps]
+
+    def untrap() -> None:
+        for signum, before in previous:
+            signal.signal(signum, signal.SIG_DFL if before is None else before)
+
+    return untrap
 
 
 def _start_error(config: Any, exc: OSError) -> str:

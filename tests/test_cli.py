@@ -554,3 +554,36 @@ def test_garbage_collector_runs_again_after_a_failed_start():
         proc = subprocess.run([sys.executable, "-c", probe, "-a", "127.0.0.1", "-p", str(port)],
                               capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.stdout.split() == ["1", "True"], proc.stderr
+
+
+def test_signal_traps_call_on_the_loop_then_put_the_previous_handling_back():
+    """``cli._trap_signals``: a trapped signal runs its handler as a callback of the loop (not
+    inside the signal handler), and untrapping restores what was there before."""
+    import os
+    import signal
+    import threading
+
+    from minijs.cli import _trap_signals
+
+    before = signal.getsignal(signal.SIGUSR1)
+
+    async def main() -> list:
+        loop = asyncio.get_running_loop()
+        got = asyncio.Event()
+        calls: list = []
+
+        def handler(word: str) -> None:
+            caller = sys._getframe(1).f_code  # the loop's callback runner, not a handler
+            calls.append((word, threading.current_thread() is threading.main_thread(),
+                          caller.co_name == "_run" and "asyncio" in caller.co_filename))
+            got.set()
+
+        untrap = _trap_signals(loop, ((signal.SIGUSR1, handler, ("reopen",)),))
+        assert signal.getsignal(signal.SIGUSR1) is not before
+        os.kill(os.getpid(), signal.SIGUSR1)
+        await asyncio.wait_for(got.wait(), 10)
+        untrap()
+        return calls
+
+    assert asyncio.run(main()) == [("reopen", True, True)]
+    assert signal.getsignal(signal.SIGUSR1) == before
