@@ -667,9 +667,10 @@ def _trap_signals(loop: Any, traps: Any) -> Callable[[], None]:
     """Have each ``(signal, handler, args)`` of ``traps`` call ``handler(*args)`` on ``loop``
     when the signal arrives, as ``loop.add_signal_handler`` does; returns what puts the
     signals' previous handling back. On asyncio's own loops the signal's Python handler hands
-    the call to the loop (``call_soon_threadsafe``, which wakes it): ``add_signal_handler``
-    checks the signal against every valid one on each call, about a millisecond of a start.
-    Other loops (uvloop) get ``add_signal_handler``."""
+    the call to the loop (``call_soon_threadsafe``), and a wakeup fd the loop watches makes
+    sure the loop wakes to run that handler: ``add_signal_handler`` does the same, but checks
+    the signal against every valid one on each call, about a millisecond of a start. Other
+    loops (uvloop) get ``add_signal_handler``."""
     import asyncio
     import signal
 
@@ -687,20 +688,43 @@ def _trap_signals(loop: Any, traps: Any) -> Callable[[], None]:
                 loop.remove_signal_handler(signum)
         return remove
 
+    import socket
+
     def deliver(handler: Callable[..., None], args: tuple) -> Callable[[int, Any], None]:
         def on_signal(signum: int, frame: Any) -> None:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(handler, *args)
         return on_signal
 
+    # A signal that lands just before the loop blocks in select() sets only a flag: the
+    # Python handler would wait for the next wakeup. The wakeup fd, written by the signal's C
+    # handler, is that wakeup (as add_signal_handler arranges it).
+    wakeup, woken = socket.socketpair()
+    wakeup.setblocking(False)
+    woken.setblocking(False)
+    loop.add_reader(woken.fileno(), _drain, woken)
+    wakeup_before = signal.set_wakeup_fd(wakeup.fileno())
     previous = [(signum, signal.signal(signum, deliver(handler, args)))
                 for signum, handler, args in traps]
 
     def untrap() -> None:
         for signum, before in previous:
             signal.signal(signum, signal.SIG_DFL if before is None else before)
+        signal.set_wakeup_fd(wakeup_before)
+        loop.remove_reader(woken.fileno())
+        wakeup.close()
+        woken.close()
 
     return untrap
+
+
+def _drain(sock: Any) -> None:
+    """Read what the signals' C handler wrote (their numbers: the Python handlers say more)."""
+    try:
+        while sock.recv(4096):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
 
 
 def _start_error(config: Any, exc: OSError) -> str:

@@ -588,6 +588,9 @@ def test_signal_traps_call_on_the_loop_then_put_the_previous_handling_back():
 
         untrap = _trap_signals(loop, ((signal.SIGUSR1, handler, ("reopen",)),))
         assert signal.getsignal(signal.SIGUSR1) is not before
+        wakeup = signal.set_wakeup_fd(-1)  # (read, then put back)
+        signal.set_wakeup_fd(wakeup)
+        assert wakeup != -1  # a signal landing just before select() still wakes the loop
         os.kill(os.getpid(), signal.SIGUSR1)
         await asyncio.wait_for(got.wait(), 10)
         untrap()
@@ -595,3 +598,26 @@ def test_signal_traps_call_on_the_loop_then_put_the_previous_handling_back():
 
     assert asyncio.run(main()) == [("reopen", True, True)]
     assert signal.getsignal(signal.SIGUSR1) == before
+    assert signal.set_wakeup_fd(-1) == -1
+
+
+def test_sigterm_right_at_ready_stops_the_server_every_time(tmp_path):
+    """SIGTERM sent the moment ``Server is ready`` is logged (what a harness that spawns a
+    server per test does at teardown) stops it, however the signal and the loop's wait meet."""
+    argv = [sys.executable, "-m", "minijs", "-a", "127.0.0.1", "-p", "-1", "-js", "-sd",
+            str(tmp_path / "store")]
+    for _ in range(15):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, cwd=ROOT)
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "Server is ready" in line:
+                break
+        proc.terminate()
+        try:
+            rest = proc.communicate(timeout=10)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise AssertionError("the server did not stop on SIGTERM") from None
+        assert proc.returncode == 0 and "Server Exiting.." in rest, rest
