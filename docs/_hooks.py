@@ -1,5 +1,5 @@
 """MkDocs hook of the documentation site: docstrings use Sphinx's roles (``:class:`Clock```,
-``:meth:`~minijs.clock.VirtualClock.advance```), which mkdocstrings renders as Markdown; the
+``:meth:`~minijs.virtualclock.VirtualClock.advance```), which mkdocstrings renders as Markdown; the
 role's prefix is dropped here, and ``~`` keeps only the last name, as Sphinx shows it."""
 from __future__ import annotations
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from minijs.clock import Clock, VirtualClock, WallClock
+    from minijs.clock import Clock, WallClock
     from minijs.config import NATS_SERVER_VERSION, ServerConfig
     from minijs.loopclock import LoopClock
     from minijs.randomness import RandomSource
     from minijs.server import Server, ServerThread
+    from minijs.virtualclock import VirtualClock
 
 __version__ = "0.1.0"
 
@@ -29,7 +30,7 @@ __all__ = [
 #: not pay for asyncio and the server.
 _HOMES = {
     "Clock": "minijs.clock",
-    "VirtualClock": "minijs.clock",
+    "VirtualClock": "minijs.virtualclock",
     "WallClock": "minijs.clock",
     "LoopClock": "minijs.loopclock",
     "RandomSource": "minijs.randomness",

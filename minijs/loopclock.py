@@ -46,7 +46,8 @@ from typing import Any, Callable
 
 from asyncio.events import _get_running_loop
 
-from minijs.clock import ClockError, VirtualClock, _NS, _ns, _settle_turns
+from minijs.clockerror import ClockError
+from minijs.virtualclock import _NS, VirtualClock, _ns, _settle_turns
 
 #: Loop turns that must find nothing to do before time jumps (callbacks that schedule further
 #: callbacks keep the loop busy on their own; these turns let the sockets' peers answer).

@@ -21,7 +21,9 @@ PACKAGE = ROOT / "minijs"
 FLOORS: list[tuple[str, int]] = [
     # 0: the wire, time, chance, logging, credentials, the simulated network and Raft, the
     # config file's syntax
-    ("minijs.protocol", 0), ("minijs.clock", 0), ("minijs.randomness", 0), ("minijs.log", 0),
+    ("minijs.protocol", 0), ("minijs.clock", 0), ("minijs.virtualclock", 0),
+    ("minijs.clockerror", 0),
+    ("minijs.randomness", 0), ("minijs.log", 0),
     ("minijs.eventloop", 0), ("minijs.cluster", 0), ("minijs.confsyntax", 0),
     ("minijs.configerror", 0),
     ("minijs.auth", 0), ("minijs.signals", 0), ("minijs.healthcheck", 0),

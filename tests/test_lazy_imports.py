@@ -23,7 +23,8 @@ DEFERRED = ("minijs.jetstream.api.dispatch", "minijs.jetstream.api.consumers",
             "minijs.control.plane", "lmdb", "msgpack", "sortedcontainers", "minijs.auth",
             "nacl", "nkeys", "minijs.core.route_transport", "minijs.core.route_conn",
             "minijs.core.routes", "minijs.protocol.routeproto", "minijs.routeconfig",
-            "unicodedata", "minijs.core.msgtrace", "minijs.core.permissions")
+            "unicodedata", "minijs.core.msgtrace", "minijs.core.permissions",
+            "minijs.virtualclock")
 
 
 def _run(code: str) -> str:
