@@ -133,3 +133,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(virtualclock, name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _VIRTUAL)
