@@ -673,7 +673,10 @@ def _trap_signals(loop: Any, traps: Any) -> Callable[[], None]:
     loops (uvloop) get ``add_signal_handler``."""
     import asyncio
     import signal
+    import threading
 
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None  # only the main thread can trap signals (as add_signal_handler)
     if not isinstance(loop, asyncio.BaseEventLoop):
         added = []
         for signum, handler, args in traps:

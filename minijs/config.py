@@ -94,22 +94,27 @@ def _declared_fields(cls: type) -> list[tuple[str, Any, str, Any]]:
 class _DataclassInfo:
     """``__dataclass_fields__`` or ``__dataclass_params__`` of a class made by
     :func:`_dataclass`, until it is first read (by ``dataclasses.fields``, ``replace``,
-    ``asdict``, ``is_dataclass``): then ``@dataclass`` processes the class, minus the methods
-    it already has, and both attributes are ``@dataclass``'s own."""
+    ``asdict``, ``is_dataclass``): then both become what ``@dataclass`` makes of the class's
+    declared fields. They are made on a twin holding only the fields and set on the class one
+    after the other, so two threads asking at once each find a whole answer."""
 
     def __init__(self, name: str, declared: list[tuple[str, Any, str, Any]]) -> None:
         self.name = name
         self.declared = declared
 
     def __get__(self, instance: Any, owner: type) -> Any:
-        import dataclasses
-
         if isinstance(owner.__dict__.get(self.name), _DataclassInfo):
-            del owner.__dataclass_fields__, owner.__dataclass_params__  # type: ignore[attr-defined]
+            import dataclasses
+
+            body: dict[str, Any] = {"__annotations__": {n: t for n, t, _, _ in self.declared}}
             for name, _, kind, value in self.declared:
-                if kind == "factory":  # (the class lost it when its methods were installed)
-                    setattr(owner, name, dataclasses.field(default_factory=value))
-            dataclasses.dataclass(owner, init=False, repr=False, eq=False)
+                if kind != "required":
+                    body[name] = (dataclasses.field(default_factory=value) if kind == "factory"
+                                  else value)
+            twin: Any = dataclasses.dataclass(type(owner.__name__, (), body), init=False,
+                                              repr=False, eq=False)
+            setattr(owner, "__dataclass_params__", twin.__dataclass_params__)
+            setattr(owner, "__dataclass_fields__", twin.__dataclass_fields__)
         return owner.__dict__[self.name]
 
 

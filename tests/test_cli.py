@@ -621,3 +621,29 @@ def test_sigterm_right_at_ready_stops_the_server_every_time(tmp_path):
             proc.communicate()
             raise AssertionError("the server did not stop on SIGTERM") from None
         assert proc.returncode == 0 and "Server Exiting.." in rest, rest
+
+
+def test_signal_traps_off_the_main_thread_trap_nothing():
+    """Only the main thread can set signal handlers: ``cli.main`` run on another thread serves
+    without them, as it did with ``add_signal_handler`` (which refuses there)."""
+    import signal
+    import threading
+
+    from minijs.cli import _trap_signals
+
+    before = signal.getsignal(signal.SIGUSR1)
+    outcome: list = []
+
+    def run() -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            untrap = _trap_signals(loop, ((signal.SIGUSR1, print, ()),))
+            outcome.append(signal.getsignal(signal.SIGUSR1) is before)
+            untrap()
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(10)
+    assert outcome == [True]

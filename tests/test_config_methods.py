@@ -177,3 +177,38 @@ def test_the_dataclasses_module_waits_until_a_class_is_inspected():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True", "True", "True", "True", "True", "True",
                                    "6", "5"]
+
+
+def test_first_inspection_from_many_threads_at_once():
+    """Threads inspecting a configuration class for the first time together all get its
+    fields (the dataclass information is made on a twin and set whole)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import dataclasses, threading
+        from minijs.config import AccountLimits, ServerConfig
+        barrier = threading.Barrier(8)
+        seen, errors = [], []
+
+        def inspect():
+            barrier.wait()
+            try:
+                seen.append((len(dataclasses.fields(ServerConfig)),
+                             dataclasses.fields(AccountLimits)[0].name,
+                             dataclasses.is_dataclass(ServerConfig)))
+            except Exception as exc:
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=inspect) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(errors, sorted(set(seen)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[] [(66, 'max_memory', True)]"
