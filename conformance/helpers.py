@@ -47,7 +47,9 @@ def subscribe(client: RawClient, subject: str, sid: int | str, queue: str | None
 async def ensure_subs(nc: Any, timeout: float = 5.0) -> None:
     """Wait until the server has processed every SUB nats-py client ``nc`` sent so far.
 
-    nats-py's ``flush()`` may overtake SUBs still queued in the client (see clients.md), so
+    nats-py's ``flush()`` writes its PING straight to the socket, ahead of the SUBs its
+    flusher task has not written yet, so the PONG can come back before they are processed
+    (seen on nats-server, where another connection's message then found no interest). So
     instead subscribe to a fresh marker subject last and publish to it until the marker comes
     back: the server handles one connection's ops in order, so all earlier SUBs are in place.
     """

@@ -11,7 +11,7 @@ import nats.js.errors
 import pytest
 from nats.js.api import ConsumerConfig
 
-from conformance.helpers import NatsFactory
+from conformance.helpers import NatsFactory, ensure_subs
 
 
 async def wait_push_bound(js: nats.js.JetStreamContext, stream: str, name: str,
@@ -232,7 +232,7 @@ async def test_js_natspy_durable_create_lookup_race(target: str, js_nats: NatsFa
         ci = await js2.consumer_info(stream_name, "q")
         assert (ci.config.deliver_subject, ci.config.deliver_group, ci.push_bound) == (in1, "q", True)
         s2 = await nc2.subscribe(ci.config.deliver_subject, queue="q")
-        await nc2.flush()
+        await ensure_subs(nc2)
         for i in range(10):
             await js1.publish(f"{p}.r", b"%d" % i)
         seen: list[bytes] = []

@@ -1,4 +1,4 @@
-"""The stream side of nats-py's JetStream context against the server (clients.md; nats-py
+"""The stream side of nats-py's JetStream context against the server (nats-py
 2.16 maps API errors to exception classes by ``err_code``)."""
 from __future__ import annotations
 

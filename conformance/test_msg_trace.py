@@ -19,7 +19,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from conformance.helpers import NatsFactory
+from conformance.helpers import NatsFactory, ensure_subs
 from conformance.servers import Endpoint
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
@@ -39,7 +39,7 @@ class Traces:
         async def cb(m: Any) -> None:
             await self.msgs.put(m)
         await self.nc.subscribe(self.dest, cb=cb)
-        await self.nc.flush()
+        await ensure_subs(self.nc)
         return self
 
     async def next_raw(self) -> Any:

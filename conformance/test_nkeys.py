@@ -11,7 +11,7 @@ from typing import Any
 import nats
 import pytest
 
-from conformance.helpers import SpawnFn, connect_line, refused_start
+from conformance.helpers import SpawnFn, connect_line, ensure_subs, refused_start
 from conformance.natskeys import Keys
 from conformance.rawclient import OK, PONG, RawClient, msg, pub
 from conformance.servers import Endpoint
@@ -207,7 +207,7 @@ async def test_natspy_nkeys_seed(target: str, spawn: SpawnFn, subject: str,
     nc2 = await nats.connect(ep.url, nkeys_seed_str=user.seed)
     try:
         sub = await nc.subscribe(subject)
-        await nc.flush()
+        await ensure_subs(nc)
         await nc2.publish(subject, b"signed")
         await nc2.flush()
         assert (await sub.next_msg(5)).data == b"signed"

@@ -17,7 +17,7 @@ import nats
 import pytest
 
 from conformance.certs import Certs, certs  # noqa: F401  (the session fixture)
-from conformance.helpers import SpawnFn, get_json, log_lines, refused_start
+from conformance.helpers import SpawnFn, ensure_subs, get_json, log_lines, refused_start
 from conformance.natskeys import OperatorSetup
 from conformance.servers import ServerProcess, free_port
 from conformance.wsclient import WsClient, masked_frame
@@ -60,7 +60,7 @@ async def test_pub_sub_between_websocket_and_nats_clients(target: str, spawn: Sp
     nc = await nats.connect(f"nats://127.0.0.1:{srv.port}", allow_reconnect=False)
     try:
         sub = await nc.subscribe("from.ws")
-        await nc.flush()
+        await ensure_subs(nc)
         with client(srv) as ws:
             ws.upgrade()
             ws.handshake()
@@ -244,9 +244,10 @@ async def test_compression(target: str, spawn: SpawnFn) -> None:
             expected = f"MSG zip 1 {len(body)}\r\n".encode() + body + b"\r\n"
             assert ws.read(until=body + b"\r\n") == expected
             sub = await nc.subscribe("unzip")
-            await nc.flush()
-            ws.nats(f"PUB unzip {len(body)}\r\n{body.decode()}\r\n")
-            assert (await sub.next_msg(timeout=5)).data == body
+            await ensure_subs(nc)  # nats-py's flush() can overtake the SUB
+            ws.nats(f"PUB unzip {len(body)}\r\n{body.decode()}\r\nPING\r\n")
+            ws.read(until=b"PONG\r\n")  # the server has taken the compressed PUB
+            assert (await sub.next_msg(timeout=10)).data == body
         with client(srv) as ws:
             assert ws.upgrade() == 101
             assert "sec-websocket-extensions" not in ws.headers

@@ -73,9 +73,9 @@ def _sha512(data: bytes) -> bytes:
 
 
 #: The draws :class:`random.Random` writes in Python, over its generator's ``random()`` and
-#: ``getrandbits()``, and the helpers they call.
+#: ``getrandbits()``, and the helper they call (``_randbelow``, which draws with ``getrandbits``).
 _PYTHON_DRAWS = ("randrange", "uniform", "choice", "shuffle")
-_PYTHON_HELPERS = ("_randbelow", "_randbelow_with_getrandbits", "_randbelow_without_getrandbits")
+_PYTHON_HELPERS = ("_randbelow",)
 
 
 class _Generator(_random.Random):

@@ -48,7 +48,6 @@ class _ScannerContext:
         self.parse_int = parse_int
         self.parse_float = parse_float
         self.parse_constant = parse_constant
-        self.memo: dict = {}
 
 
 def decoder(*, object_pairs_hook: Callable[[list], Any], parse_int: Callable[[str], Any],
