@@ -20,6 +20,9 @@ Invariants (Raft's, as kept here):
   are applied in index order, each exactly once per member incarnation, and never rolled back;
 * a follower's log agrees with the leader's up to the entries the leader sent it: entries
   after a mismatch are dropped before new ones are appended;
+* a new leader's state machine hears that it leads only once it has applied every entry an
+  earlier term left in its log (nats-server's applied floor): the group knows its leader at
+  once, but what the leader serves includes everything committed before it took over;
 * the durable part (term, vote, log, snapshot) lives in a :class:`RaftDisk`, which the cluster
   keeps across a member's restarts for groups whose storage survives one;
 * every wait is a timer on the server clock; every random draw comes from the member's seeded
@@ -133,6 +136,9 @@ class RaftNode:
         #: Callbacks waiting for an index to commit: index -> [callback(ok)].
         self._waiting: dict[int, list[Callable[[bool], None]]] = {}
         self.transferring = False
+        #: (Leader) the last index of an earlier term: the state machine is told it leads once
+        #: it is applied (None: told, or not leading).
+        self._lead_from: int | None = None
         #: Entries at or below this index were committed before this member (re)started:
         #: applying them rebuilds state rather than reacting to something new.
         self.replay_upto = 0
@@ -177,7 +183,9 @@ class RaftNode:
         return len(self.peers) // 2 + 1
 
     def is_leader(self) -> bool:
-        return self.state == LEADER
+        """Leading, with the state machine told so (nats-server's ``Leader()``: false while
+        a new leader still applies what an earlier term committed)."""
+        return self.state == LEADER and self._lead_from is None
 
     def replicas(self) -> list[dict[str, Any]]:
         """For the leader: each other peer's ``current`` (holds everything committed),
@@ -377,6 +385,9 @@ class RaftNode:
     def _become_follower(self, term: int, leader: str | None) -> None:
         was_leader = self.state == LEADER
         self.transferring = False
+        if self._lead_from is not None:  # it led without its state machine hearing so
+            self._lead_from = None
+            self.leader = None
         if term > self.disk.term:
             self.disk.term = term
             self.disk.voted_for = None
@@ -409,12 +420,26 @@ class RaftNode:
                 self._match[peer] = 0
                 self._heard[peer] = now
         self._heard[self.me] = now
-        self._set_leader(self.me)
+        # The state machine learns it leads once it has applied every entry an earlier leader
+        # left in the log (nats-server's switchToLeader and its "applied floor"): a new leader
+        # that serves before then would serve without what was committed but not yet applied
+        # here (a consumer created just before a stepdown, say).
+        self._lead_from = self.last_index
+        self.leader = self.me  # as the group sees it; the state machine hears it below
         # An entry of our own term commits everything before it (Raft's rule).
         self.disk.log.append((self.term, None))
+        self._signal_leading()
         if len(self.peers) == 1:
             self._advance_commit()
         self._heartbeat()
+
+    def _signal_leading(self) -> None:
+        """Tell the state machine it leads, once everything before this term is applied."""
+        lead_from = self._lead_from
+        if lead_from is not None and self.state == LEADER and self.applied >= lead_from:
+            self._lead_from = None
+            if not self._stopped:
+                self.fsm.leader_changed(self.me, True)
 
     def _set_leader(self, leader: str | None) -> None:
         if leader != self.leader:
@@ -608,6 +633,8 @@ class RaftNode:
                     cb(True)
             if self._stopped:
                 return
+            if self._lead_from is not None:
+                self._signal_leading()
         if self.applied - disk.base > COMPACT_AFTER:
             self._compact()
 
