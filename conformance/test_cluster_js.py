@@ -411,6 +411,33 @@ async def test_cluster_stream_leader_stepdown(target: str, cluster: Cluster,
     assert await stored(cluster, js, subj, b"two") == 2
 
 
+async def test_cluster_stepdown_right_after_writes_keeps_them(target: str, cluster: Cluster,
+                                                             cjs: ClusterClients) -> None:
+    """A stepdown asked for right after a consumer create and a publish were answered: the
+    next leader serves both (they were committed before the answers, even where the new
+    leader had not applied them yet), round after round."""
+    js = cjs()
+    name = unique_name()
+    subj = name.lower()
+    js.create(name, subjects=[subj], num_replicas=3)
+    for i in range(4):
+        info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{name}"))
+        old = info["cluster"]["leader"]
+        out = js.api(f"CONSUMER.CREATE.{name}.d{i}", {"stream_name": name, "config": {
+            "durable_name": f"d{i}", "ack_policy": "explicit"}})
+        assert "error" not in out, out
+        assert await stored(cluster, js, subj, b"%d" % i) == i + 1
+        assert js.api(f"STREAM.LEADER.STEPDOWN.{name}") == stepdown_ok("stream")
+        await cluster.wait_until(lambda: leader_of(js, f"STREAM.INFO.{name}") not in (None, old))
+        info = await cluster.wait_until(lambda: all_current(js, f"STREAM.INFO.{name}"))
+        assert (info["state"]["messages"], info["state"]["last_seq"]) == (i + 1, i + 1)
+        for k in range(i + 1):
+            ci = await cluster.wait_until(
+                lambda: all_current(js, f"CONSUMER.INFO.{name}.d{k}"),
+                what=f"consumer d{k} served after stepdown {i + 1}")
+            assert ci["name"] == f"d{k}"
+
+
 async def test_cluster_stream_leader_stepdown_refused(target: str, cluster: Cluster,
                                                       cjs: ClusterClients) -> None:
     """Stepdown requests that cannot be served: unknown or current preferred leader, tags or a
