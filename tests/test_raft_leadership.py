@@ -73,27 +73,35 @@ def group(names: list[str]) -> tuple[Net, dict[str, Recorder]]:
     return net, fsms
 
 
-async def test_a_new_leader_is_told_after_applying_what_the_old_one_committed() -> None:
+async def b_leads_unaware_of_a_commit(entry: str) -> tuple[Net, dict[str, Recorder], int]:
+    """a leads and commits ``entry`` on b and c, but its news of the commit never arrives; a
+    hands over to b, and only the hand-over reaches b (a's appends are lost): b campaigns
+    holding the entry, not knowing it is committed, and wins. b's own first appends are held
+    in the queue. Returns the net, the state machines and the entry's index."""
     net, fsms = group(["a", "b", "c"])
     for node in net.nodes.values():
         node.start_with_leader("a")
     net.deliver()
     a, b = net.nodes["a"], net.nodes["b"]
-    index = a.propose("consumer created")
-    # b and c take the entry; a commits it, but its news of the commit never arrives.
+    index = a.propose(entry)
     net.deliver(keep=lambda sender, to, msg: not (sender == "a" and msg[0] == "APPEND"
                                                    and msg[6] >= index))
     assert a.commit >= index and b.commit < index and b.last_index >= index
     fsms["b"].events.clear()
     assert a.step_down("b") == "b"
-    # Only the hand-over itself reaches b (a's appends are lost): b campaigns holding the
-    # entry, not knowing it is committed, and wins; its own first appends wait.
     not_from_a = lambda sender, to, msg: not (sender == "a" and msg[0] == "APPEND")  # noqa: E731
     its_appends = lambda sender, to, msg: sender == "b" and msg[0] == "APPEND"  # noqa: E731
     net.deliver(keep=not_from_a, hold=its_appends)
     await asyncio.sleep(0)  # the transfer's campaign runs on the next loop turn
     net.deliver(keep=not_from_a, hold=its_appends)
-    assert b.state == LEADER and b.leader == "b" and not b.is_leader()
+    assert b.state == LEADER and b.leader == "b"
+    return net, fsms, index
+
+
+async def test_a_new_leader_is_told_after_applying_what_the_old_one_committed() -> None:
+    net, fsms, index = await b_leads_unaware_of_a_commit("consumer created")
+    b = net.nodes["b"]
+    assert not b.is_leader()
     assert ("leader", "b", True) not in fsms["b"].events  # not before the entry is applied
     net.deliver()  # b's own first entry commits, and everything before it
     events = fsms["b"].events
@@ -119,22 +127,8 @@ async def test_a_leader_with_nothing_left_to_apply_is_told_at_once() -> None:
 
 
 async def test_a_leader_deposed_before_it_was_told_leaves_its_machine_leaderless() -> None:
-    net, fsms = group(["a", "b", "c"])
-    for node in net.nodes.values():
-        node.start_with_leader("a")
-    net.deliver()
-    a, b = net.nodes["a"], net.nodes["b"]
-    index = a.propose("x")
-    net.deliver(keep=lambda sender, to, msg: not (sender == "a" and msg[0] == "APPEND"
-                                                   and msg[6] >= index))
-    fsms["b"].events.clear()
-    a.step_down("b")
-    not_from_a = lambda sender, to, msg: not (sender == "a" and msg[0] == "APPEND")  # noqa: E731
-    its_appends = lambda sender, to, msg: sender == "b" and msg[0] == "APPEND"  # noqa: E731
-    net.deliver(keep=not_from_a, hold=its_appends)
-    await asyncio.sleep(0)
-    net.deliver(keep=not_from_a, hold=its_appends)
-    assert b.state == LEADER
+    net, fsms, _ = await b_leads_unaware_of_a_commit("x")
+    b = net.nodes["b"]
     # A higher term arrives before b's first entry commits: b follows, never having led.
     b.receive("c", ("VOTE", b.term + 1, "c", 0, 0))
     assert b.state != LEADER and b.leader is None
