@@ -44,6 +44,16 @@ def subscribe(client: RawClient, subject: str, sid: int | str, queue: str | None
     assert client.barrier() == b""
 
 
+async def ensure_subs_unpublished(nc: Any) -> None:
+    """:func:`ensure_subs` for a nats-py connection that cannot see its own marker (its
+    permissions refuse the publish, or it was made with ``no_echo``): two flushes. The first
+    PING may overtake SUBs still queued in the client, but the flusher task that writes them
+    was woken before that PING went out, so it has run by the time the PONG is read; the
+    second PING follows the SUBs, and its PONG means the server has them."""
+    await nc.flush()
+    await nc.flush()
+
+
 async def ensure_subs(nc: Any, timeout: float = 5.0) -> None:
     """Wait until the server has processed every SUB nats-py client ``nc`` sent so far.
 

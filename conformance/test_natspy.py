@@ -8,7 +8,7 @@ import nats.errors
 import pytest
 from nats.aio.msg import Msg
 
-from conformance.helpers import NatsFactory, SpawnFn, ensure_subs
+from conformance.helpers import NatsFactory, SpawnFn, ensure_subs, ensure_subs_unpublished
 
 
 async def test_natspy_connect_and_server_info(target: str, nats_connect: NatsFactory) -> None:
@@ -141,8 +141,7 @@ async def test_natspy_echo_false(target: str, nats_connect: NatsFactory, subject
     nc = await nats_connect(no_echo=True)
     other = await nats_connect()
     sub = await nc.subscribe(subject)
-    await nc.flush()
-    await nc.flush()
+    await ensure_subs_unpublished(nc)  # no_echo: its own marker would never come back
     other_sub = await other.subscribe(subject)
     await ensure_subs(other)
     await nc.publish(subject, b"own")
